@@ -1,0 +1,139 @@
+"""Plain functions behind the CLI, with keyword arguments (usable from Python and notebooks)."""
+
+from __future__ import annotations
+
+import json
+import locale
+import os
+import time
+from pathlib import Path
+
+from rich.console import Console
+
+from . import reporters
+from .engine import DEFAULT_TIMEOUT, grade as grade_report
+from .registry import BY_ID, STEPS
+from .report import Report
+
+STATE_DIR = ".attn-kata"
+
+__all__ = ["DEFAULT_TIMEOUT", "check", "default_lang", "grade", "hint", "list_steps"]
+
+
+def default_lang() -> str:
+    for var in ("ATTN_KATA_LANG", "LC_ALL", "LC_MESSAGES", "LANG"):
+        value = os.environ.get(var, "")
+        if value:
+            return "zh" if value.lower().startswith("zh") else "en"
+    loc = locale.getlocale()[0] or ""
+    return "zh" if loc.lower().startswith("zh") else "en"
+
+
+def _state_path(workspace: str | Path) -> Path:
+    return Path(workspace) / STATE_DIR / "state.json"
+
+
+def load_state(workspace: str | Path) -> dict:
+    try:
+        return json.loads(_state_path(workspace).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def save_state(workspace: str | Path, state: dict) -> None:
+    p = _state_path(workspace)
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        tmp = p.with_suffix(".tmp")
+        tmp.write_text(json.dumps(state, ensure_ascii=False, indent=1), encoding="utf-8")
+        tmp.replace(p)
+    except OSError:
+        pass  # progress is a convenience; a read-only workspace still grades
+
+
+def _record(workspace: str | Path, report: Report) -> None:
+    state = load_state(workspace)
+    progress = state.setdefault("progress", {})
+    for s in report.steps:
+        progress[s.id] = {"status": s.status, "score": s.score, "max_score": s.max_score}
+    save_state(workspace, state)
+
+
+def grade(*, path: str | Path, fmt: str = "table", secret: str | None = None, steps: list[str] | None = None,
+          timeout: float = DEFAULT_TIMEOUT, lang: str = "en", to_terminal: bool = True) -> str:
+    """Grade one submission and render it; returns the text (table output goes to the console)."""
+    start = time.monotonic()
+    report = grade_report(path, steps=steps, secret=secret, timeout=timeout, lang=lang)
+    if fmt == "json":
+        return reporters.to_json(report)
+    if fmt == "gradescope":
+        return json.dumps(reporters.gradescope(report, time.monotonic() - start), ensure_ascii=False, indent=2)
+    if to_terminal:
+        reporters.table(report, Console(), lang=lang)
+        return ""
+    console = Console(record=True, width=120, force_terminal=False)
+    with console.capture():
+        reporters.table(report, console, lang=lang)
+    return console.export_text()
+
+
+def check(*, workspace: str | Path = "exercises", steps: list[str] | None = None, lang: str = "en",
+          timeout: float = DEFAULT_TIMEOUT) -> bool:
+    """Grade the learner's workspace, show the table, remember progress. True when all requested steps pass."""
+    console = Console()
+    if not Path(workspace).is_dir():
+        console.print(f"[red]no workspace at {workspace}/[/red]: run from the kata's folder, or pass --path")
+        return False
+    report = grade_report(workspace, steps=steps, timeout=timeout, lang=lang)
+    reporters.table(report, console, lang=lang)
+    _record(workspace, report)
+    nxt = next((s for s in report.steps if s.status != "passed"), None)
+    if nxt is not None:
+        tip = (f"下一步：编辑 {workspace}/{nxt.id}.py，卡住时运行 `attn-kata hint {nxt.id}`" if lang == "zh" else
+               f"next: edit {workspace}/{nxt.id}.py; stuck? `attn-kata hint {nxt.id}`")
+        console.print(tip)
+    return all(s.status == "passed" for s in report.steps)
+
+
+def list_steps(*, workspace: str | Path = "exercises", lang: str = "en") -> None:
+    progress = load_state(workspace).get("progress", {})
+    console = Console()
+    from rich.table import Table
+
+    t = Table(show_header=True)
+    for col in ("#", "step", "names", "§", "status"):
+        t.add_column(col)
+    for s in STEPS:
+        p = progress.get(s.id)
+        status = f"{p['status']} ({p['score']:g}/{p['max_score']:g})" if p else "—"
+        t.add_row(str(s.number), f"{s.id}\n[dim]{s.title_zh if lang == 'zh' else s.title}[/dim]",
+                  ", ".join(s.names), s.section, status)
+    console.print(t)
+    if not progress:
+        console.print("progress appears after `attn-kata check`" if lang == "en" else
+                      "运行 `attn-kata check` 后显示进度")
+
+
+def hint(*, step: str, workspace: str | Path = "exercises", lang: str = "en", show_all: bool = False) -> list[str]:
+    """Reveal the next hint level for a step; returns the hints shown."""
+    from .hints import HINTS
+
+    levels = HINTS.get(step, [])
+    state = load_state(workspace)
+    seen = state.setdefault("hints", {})
+    shown = int(seen.get(step, 0))
+    if not show_all:
+        shown = min(shown + 1, len(levels))
+    seen[step] = shown
+    save_state(workspace, state)
+    console = Console()
+    out = []
+    s = BY_ID[step]
+    console.print(f"[bold]{s.number}. {s.title_zh if lang == 'zh' else s.title}[/bold] (§{s.section})")
+    for i, (en, zh) in enumerate(levels[:shown], start=1):
+        text = zh if lang == "zh" else en
+        out.append(text)
+        console.print(f"[cyan]hint {i}/{len(levels)}[/cyan] {text}")
+    if shown >= len(levels):
+        console.print("[dim]that was the last hint[/dim]" if lang == "en" else "[dim]这是最后一个提示[/dim]")
+    return out

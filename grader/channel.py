@@ -1,0 +1,88 @@
+"""The data-only channel between the grader and a worker: safetensors bytes, never pickles.
+
+A message is a dict of plain tensors plus a small JSON document carried in the safetensors
+metadata. The decoder trusts nothing: it caps the size, checks the header by hand, rebuilds
+every tensor as an exact `torch.Tensor`, and returns the JSON only as plain containers.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import struct
+import time
+from typing import Any
+
+import torch
+from safetensors.torch import load as _st_load
+from safetensors.torch import save as _st_save
+
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024  # a whole step's outputs; far above any honest answer
+MAX_TENSORS = 4096
+META_KEY = "kata"
+
+
+class ChannelError(Exception):
+    """A message from a worker that is not a well-formed result."""
+
+
+def encode(tensors: dict[str, torch.Tensor], doc: Any) -> bytes:
+    plain = {k: v.detach().to("cpu").clone().contiguous() for k, v in tensors.items()}
+    return _st_save(plain, metadata={META_KEY: json.dumps(doc, allow_nan=False)})
+
+
+def decode(data: bytes, *, max_bytes: int = MAX_MESSAGE_BYTES) -> tuple[dict[str, torch.Tensor], Any]:
+    if not isinstance(data, (bytes, bytearray)):
+        raise ChannelError("not bytes")
+    if len(data) > max_bytes:
+        raise ChannelError(f"result of {len(data)} bytes exceeds the {max_bytes}-byte cap")
+    if len(data) < 8:
+        raise ChannelError("truncated result")
+    (header_len,) = struct.unpack("<Q", data[:8])
+    if header_len > len(data) - 8 or header_len > 16 * 1024 * 1024:
+        raise ChannelError("bad result header")
+    try:
+        header = json.loads(bytes(data[8 : 8 + header_len]))
+        doc = json.loads(header.get("__metadata__", {})[META_KEY])
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise ChannelError(f"unreadable result header: {type(exc).__name__}") from None
+    if len(header) > MAX_TENSORS + 1:
+        raise ChannelError("too many tensors in result")
+    try:
+        raw = _st_load(bytes(data))
+    except Exception as exc:  # safetensors raises its own error types
+        raise ChannelError(f"unreadable tensors: {exc}") from None
+    # exact torch.Tensor, owning its memory: no subclass can ride along
+    tensors = {str(k): torch.Tensor(v.clone()) if type(v) is not torch.Tensor else v.clone() for k, v in raw.items()}
+    return tensors, doc
+
+
+def send_msg(sock: socket.socket, payload: bytes) -> None:
+    sock.sendall(struct.pack(">Q", len(payload)) + payload)
+
+
+def _recv_exact(sock: socket.socket, n: int, deadline: float | None) -> bytes:
+    buf = bytearray()
+    while len(buf) < n:
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError
+            sock.settimeout(left)
+        try:
+            chunk = sock.recv(min(n - len(buf), 1 << 20))
+        except socket.timeout:
+            raise TimeoutError from None
+        if not chunk:
+            raise EOFError
+        buf += chunk
+    return bytes(buf)
+
+
+def recv_msg(sock: socket.socket, timeout: float | None = None, max_bytes: int = MAX_MESSAGE_BYTES) -> bytes:
+    """One length-prefixed message. Raises TimeoutError, EOFError, or ChannelError (over the cap)."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    (n,) = struct.unpack(">Q", _recv_exact(sock, 8, deadline))
+    if n > max_bytes:
+        raise ChannelError(f"result of {n} bytes exceeds the {max_bytes}-byte cap")
+    return _recv_exact(sock, n, deadline)

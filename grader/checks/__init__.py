@@ -1,0 +1,171 @@
+"""Hidden checks: one module per step, each declaring its cases (seeded inputs) and its checks.
+
+A step module defines
+  @cases("step_id")   def _(g: Gen) -> dict[str, Case]   the probes to run, with inputs
+  @check("step_id", "what is checked", points=1)  def _(r: Outcome) -> None   raises Failed
+
+Checks run under pytest in the trusted process only (grader/runner.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from ..registry import STEPS
+
+
+class Failed(AssertionError):
+    """A check's verdict, worded for the learner."""
+
+
+@dataclass
+class Case:
+    probe: str
+    inputs: dict[str, torch.Tensor] = field(default_factory=dict)
+    params: dict[str, Any] = field(default_factory=dict)
+    seed: int = 0  # torch's global seed in the worker just before the probe runs
+
+
+@dataclass
+class CheckSpec:
+    step: str
+    name: str
+    fn: Callable[[Outcome], None]
+    points: float = 1.0
+
+    @property
+    def key(self) -> str:
+        return f"{self.step}::{self.name}"
+
+
+CASES: dict[str, Callable[[Gen], dict[str, Case]]] = {}
+CHECKS: dict[str, list[CheckSpec]] = {}
+
+
+def cases(step: str) -> Callable:
+    def deco(fn: Callable[[Gen], dict[str, Case]]) -> Callable:
+        CASES[step] = fn
+        return fn
+
+    return deco
+
+
+def check(step: str, name: str, points: float = 1.0) -> Callable:
+    def deco(fn: Callable[[Outcome], None]) -> Callable:
+        CHECKS.setdefault(step, []).append(CheckSpec(step, name, fn, points))
+        return fn
+
+    return deco
+
+
+class Gen:
+    """Private generator for one step: seeded by HMAC(secret, step id), never torch's global RNG."""
+
+    def __init__(self, secret: str, step: str):
+        digest = hmac.new(secret.encode(), f"attn-kata/{step}".encode(), hashlib.sha256).digest()
+        self.g = torch.Generator().manual_seed(int.from_bytes(digest[:8], "little") & (2**63 - 1))
+
+    def rand(self, *shape: int) -> torch.Tensor:
+        return torch.rand(*shape, generator=self.g)
+
+    def randn(self, *shape: int, scale: float = 1.0) -> torch.Tensor:
+        return torch.randn(*shape, generator=self.g) * scale
+
+    def int(self, low: int, high: int) -> int:
+        """Uniform integer in [low, high]."""
+        return int(torch.randint(low, high + 1, (1,), generator=self.g))
+
+    def seed(self) -> int:
+        return int(torch.randint(0, 2**31 - 1, (1,), generator=self.g))
+
+    def weights(self, shapes: dict[str, tuple[int, ...]]) -> dict[str, torch.Tensor]:
+        """Weights for a module, named `w.<parameter>` as the probes expect."""
+        return {f"w.{n}": self.randn(*s, scale=0.5) for n, s in shapes.items()}
+
+
+def book_inputs() -> torch.Tensor:
+    """The chapter's `inputs`: torch.manual_seed(123); torch.rand(6, 3) (drawn privately)."""
+    return torch.rand(6, 3, generator=torch.Generator().manual_seed(123))
+
+
+# "Your journey starts with one step": the embeddings printed in book §3.3.1
+JOURNEY = torch.tensor([[0.43, 0.15, 0.89], [0.55, 0.87, 0.66], [0.57, 0.85, 0.64],
+                        [0.22, 0.58, 0.33], [0.77, 0.25, 0.10], [0.05, 0.80, 0.55]])
+
+
+@dataclass
+class CaseResult:
+    status: str  # ok | not_started | missing | wrong_type | error | memory
+    tensors: dict[str, torch.Tensor]
+    facts: dict[str, Any]
+    message: str = ""
+    where: dict[str, Any] | None = None
+    exception: str = ""
+
+
+@dataclass
+class Outcome:
+    """What a check sees: the learner's and the reference's results for each case of its step."""
+
+    step: str
+    case_specs: dict[str, Case]
+    learner: dict[str, CaseResult]
+    reference: dict[str, CaseResult]
+    static: dict[str, Any] = field(default_factory=dict)  # facts read from the source, in this process
+
+    def _get(self, results: dict[str, CaseResult], case: str, key: str, who: str) -> Any:
+        res = results.get(case)
+        if res is None:
+            raise Failed(f"no result for case {case}")
+        if res.status != "ok":
+            raise Failed(describe_failure(res) if who == "learner" else f"reference failed: {res.message}")
+        if key in res.tensors:
+            return res.tensors[key]
+        if key in res.facts:
+            return res.facts[key]
+        raise Failed(f"no `{key}` in the result")
+
+    def got(self, case: str, key: str = "out") -> Any:
+        return self._get(self.learner, case, key, "learner")
+
+    def want(self, case: str, key: str = "out") -> Any:
+        return self._get(self.reference, case, key, "reference")
+
+    def has(self, case: str, key: str) -> bool:
+        res = self.learner.get(case)
+        return res is not None and res.status == "ok" and (key in res.tensors or key in res.facts)
+
+    def inputs(self, case: str) -> dict[str, torch.Tensor]:
+        return self.case_specs[case].inputs
+
+
+def describe_failure(res: CaseResult) -> str:
+    if res.status == "not_started":
+        return "not implemented yet (raises NotImplementedError)"
+    if res.status == "missing":
+        return res.message
+    if res.status == "wrong_type":
+        return res.message
+    where = ""
+    if res.where:
+        where = f" at {res.where.get('file')} line {res.where.get('line')}: `{res.where.get('code', '')}`"
+    if res.status == "memory":
+        return f"ran out of memory{where}"
+    return f"your code raised {res.exception}{where}: {res.message}"
+
+
+def load_all() -> None:
+    for s in STEPS:
+        importlib.import_module(f"{__name__}.{s.id}")
+
+
+def plans(secret: str) -> dict[str, dict[str, Case]]:
+    load_all()
+    return {s.id: CASES[s.id](Gen(secret, s.id)) for s in STEPS}

@@ -1,0 +1,65 @@
+"""Helpers shared by the step modules: building cases and the checks several steps repeat."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from . import Case, Gen, Outcome, expect
+
+
+def call(fn: str, g: Gen, consts: list[Any] | None = None, grad_out: tuple[int, ...] | None = None,
+         repeat: int = 1, **inputs: torch.Tensor) -> Case:
+    """A case calling fn(*inputs in keyword order, *consts); with grad_out, also backward."""
+    params = {"fn": fn, "args": list(inputs), "consts": consts or [], "grad": grad_out is not None,
+              "repeat": repeat}
+    extra = {"grad_out": g.randn(*grad_out)} if grad_out is not None else {}
+    return Case("call", {**inputs, **extra}, params, seed=g.seed())
+
+
+def linear_shapes(prefix: str, d_in: int, d_out: int, bias: bool = False) -> dict[str, tuple[int, ...]]:
+    shapes: dict[str, tuple[int, ...]] = {}
+    for m in ("W_query", "W_key", "W_value"):
+        shapes[f"{prefix}{m}.weight"] = (d_out, d_in)
+        if bias:
+            shapes[f"{prefix}{m}.bias"] = (d_out,)
+    return shapes
+
+
+def module(cls: str, g: Gen, ctor: dict[str, Any], shapes: dict[str, tuple[int, ...]], x: torch.Tensor,
+           grad_out: tuple[int, ...] | None = None, train: bool = False,
+           extra: dict[str, torch.Tensor] | None = None) -> Case:
+    """A case building cls(**ctor), loading seeded weights, running it on x (and extra inputs);
+    with grad_out (the expected output shape), also backward."""
+    inputs = {**g.weights(shapes), "x": x, **(extra or {})}
+    if grad_out is not None:
+        inputs["grad_out"] = g.randn(*grad_out)
+    params = {"cls": cls, "ctor": ctor, "grad": grad_out is not None, "train": train, "extra_x": list(extra or {})}
+    return Case("module", inputs, params, seed=g.seed())
+
+
+def book(cls: str, g: Gen, ctor: dict[str, Any], seed: int, x: torch.Tensor) -> Case:
+    return Case("book_example", {"x": x}, {"cls": cls, "ctor": ctor, "seed": seed}, seed=g.seed())
+
+
+def grads_match(r: Outcome, case: str, what: str) -> None:
+    """Every parameter's gradient equals the reference's (so gradients reach every weight)."""
+    want = r.want(case, "grads")
+    got = r.got(case, "grads")
+    missing = [n for n in want if not got.get(n)]
+    expect.true(not missing, f"no gradient reaches {', '.join(missing)}: is something detached, or unused?")
+    for n in want:
+        expect.close(r.got(case, f"grad.{n}"), r.want(case, f"grad.{n}"), f"{what}: gradient of {n}")
+
+
+def no_future(r: Outcome, case: str, cut: int, what: str) -> None:
+    """Outputs before position `cut` must not change when tokens from `cut` on are changed."""
+    a = expect.tensor(r.got(case, "out"), what)
+    b = expect.tensor(r.got(case, "out1"), what)
+    expect.shape(b, a.shape, what)
+    changed = ~torch.isclose(a[:, :cut], b[:, :cut], atol=1e-6, rtol=1e-5)
+    if changed.any():
+        pos = int(torch.nonzero(changed)[0][1])
+        raise expect.Failed(f"{what}: output at position {pos} changed when tokens {cut}.. changed: "
+                            "a token can see the future (is the causal mask applied before the softmax?)")

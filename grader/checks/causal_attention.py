@@ -1,0 +1,95 @@
+"""Step 9: CausalAttention(d_in, d_out, context_length, dropout, qkv_bias=False), batched."""
+
+from __future__ import annotations
+
+import torch
+
+from . import Case, Gen, Outcome, book_inputs, cases, check, expect
+from ._common import book, grads_match, linear_shapes, module, no_future
+
+STEP = "causal_attention"
+CLS = "CausalAttention"
+DIMS = ("batch", "num_tokens", "d_out")
+
+
+def plan(g: Gen, cls: str, prefix: str, extra_ctor: dict, n_heads: int = 1) -> dict[str, Case]:
+    """Cases shared with the multi-head wrapper (step 10)."""
+    d_in, ctx = g.int(3, 5), g.int(6, 8)
+    d_out = d_in + g.int(1, 2)
+    out = d_out * n_heads
+    ctor = {"d_in": d_in, "d_out": d_out, "context_length": ctx, "dropout": 0.0, **extra_ctor}
+    shapes: dict[str, tuple[int, ...]] = {}
+    for h in range(n_heads):
+        shapes |= linear_shapes(prefix.format(h=h), d_in, d_out)
+    x = g.randn(2, ctx, d_in)
+    cut = ctx // 2
+    perturbed = x.clone()
+    perturbed[:, cut:] = g.randn(2, ctx - cut, d_in)
+    return {
+        "fwd": module(cls, g, ctor, shapes, x, grad_out=(2, ctx, out)),
+        "short": module(cls, g, ctor, shapes, g.randn(3, ctx - 3, d_in)),
+        "leak": module(cls, g, ctor, shapes, x, extra={"perturbed": perturbed}),
+        "eval_dropout": module(cls, g, {**ctor, "dropout": 0.5}, shapes, x),
+    }
+
+
+@cases(STEP)
+def _(g: Gen) -> dict[str, Case]:
+    c = plan(g, CLS, "", {})
+    shapes = linear_shapes("", 3, 2)
+    shapes["W_value.weight"] = (2, 3)
+    drop = module(CLS, g, {"d_in": 3, "d_out": 2, "context_length": 4, "dropout": 0.5}, shapes, g.randn(1, 4, 3))
+    drop.probe, drop.params = "dropout_average", {"cls": CLS, "ctor": drop.params["ctor"], "copies": 4000}
+    drop.inputs["w.W_value.weight"] = drop.inputs["w.W_value.weight"] * 6  # outputs well away from 0
+    c["dropout"] = drop
+    c["book"] = book(CLS, g, {"d_in": 3, "d_out": 2, "context_length": 6, "dropout": 0.0}, 123,
+                     torch.stack((book_inputs(), book_inputs()), dim=0))  # (2, 6, 3)
+    return c
+
+
+@check(STEP, "matches the reference on a batch of 2 with d_in ≠ d_out")
+def _(r: Outcome) -> None:
+    expect.close(r.got("fwd"), r.want("fwd"), "context vectors", DIMS)
+
+
+@check(STEP, "no token sees the future")
+def _(r: Outcome) -> None:
+    no_future(r, "leak", r.inputs("leak")["x"].shape[1] // 2, "context vectors")
+
+
+@check(STEP, "the mask is a registered buffer of shape (context_length, context_length)")
+def _(r: Outcome) -> None:
+    buffers = r.got("fwd", "structure")["buffers"]
+    ctx = r.inputs("fwd")["x"].shape[1]
+    ok = [n for n, (shape, _) in buffers.items() if shape == [ctx, ctx]]
+    expect.true(bool(ok), "no (context_length, context_length) buffer: keep the mask with "
+                "self.register_buffer('mask', ...) so it moves with the module and is saved with it")
+
+
+@check(STEP, "inputs shorter than context_length (mask cut to num_tokens)")
+def _(r: Outcome) -> None:
+    expect.close(r.got("short"), r.want("short"), "context vectors for num_tokens < context_length", DIMS)
+
+
+@check(STEP, "the book's example: torch.manual_seed(123), CausalAttention(3, 2, 6, 0.0)")
+def _(r: Outcome) -> None:
+    expect.close(r.got("book"), r.want("book"), "ca(batch)", DIMS)
+
+
+@check(STEP, "gradients reach every weight")
+def _(r: Outcome) -> None:
+    grads_match(r, "fwd", "CausalAttention")
+
+
+@check(STEP, "dropout: none in eval mode, mean preserved (1/(1−p)) in training")
+def _(r: Outcome) -> None:
+    expect.close(r.got("eval_dropout"), r.want("eval_dropout"), "eval-mode output with dropout=0.5", DIMS)
+    ev = expect.tensor(r.got("dropout", "eval"), "eval output")
+    mean = expect.tensor(r.got("dropout", "mean"), "training output")
+    sample = expect.tensor(r.got("dropout", "sample"), "training output")
+    expect.true(not torch.allclose(sample[0], ev[0]), "training mode with dropout=0.5 gave the eval output: "
+                "is self.dropout applied to the attention weights?")
+    expect.shape(mean, ev.shape, "mean training output", DIMS)
+    expect.true(bool(((mean - ev).abs() <= 0.06 + 0.05 * ev.abs()).all()),
+                "averaged over 4000 dropout draws the output should equal the eval output; it does not "
+                "(dropout must rescale the kept weights by 1/(1−p))")

@@ -1,0 +1,79 @@
+"""Step 11: MultiHeadAttention with weight splits, head_dim and out_proj."""
+
+from __future__ import annotations
+
+import torch
+
+from . import Case, Gen, Outcome, book_inputs, cases, check, expect
+from ._common import book, grads_match, linear_shapes, module, no_future
+
+STEP = "multihead_attention"
+CLS = "MultiHeadAttention"
+DIMS = ("batch", "num_tokens", "d_out")
+
+
+def _shapes(d_in: int, d_out: int) -> dict[str, tuple[int, ...]]:
+    return linear_shapes("", d_in, d_out) | {"out_proj.weight": (d_out, d_out), "out_proj.bias": (d_out,)}
+
+
+@cases(STEP)
+def _(g: Gen) -> dict[str, Case]:
+    d_in, ctx, heads = g.int(3, 5), g.int(6, 8), g.int(2, 3)
+    d_out = heads * g.int(2, 3)
+    ctor = {"d_in": d_in, "d_out": d_out, "context_length": ctx, "dropout": 0.0, "num_heads": heads}
+    x = g.randn(2, ctx, d_in)
+    perturbed = x.clone()
+    perturbed[:, ctx // 2:] = g.randn(2, ctx - ctx // 2, d_in)
+    return {
+        "fwd": module(CLS, g, ctor, _shapes(d_in, d_out), x, grad_out=(2, ctx, d_out)),
+        "leak": module(CLS, g, ctor, _shapes(d_in, d_out), x, extra={"perturbed": perturbed}),
+        "short": module(CLS, g, ctor, _shapes(d_in, d_out), g.randn(3, ctx - 2, d_in)),
+        "one": module(CLS, g, {**ctor, "num_heads": 1}, _shapes(d_in, d_out), x),
+        "indivisible": Case("construct", {}, {"cls": CLS, "ctor": {**ctor, "d_out": heads * 2 + 1}}, g.seed()),
+        "book": book(CLS, g, {"d_in": 3, "d_out": 2, "context_length": 6, "dropout": 0.0, "num_heads": 2}, 123,
+                     torch.stack((book_inputs(), book_inputs()), dim=0)),
+    }
+
+
+@check(STEP, "W_query/W_key/W_value (d_in → d_out), out_proj (d_out → d_out), head_dim = d_out // num_heads")
+def _(r: Outcome) -> None:
+    s = r.got("fwd", "structure")
+    w = r.want("fwd", "structure")
+    for name, shape in w["params"].items():
+        expect.true(s["params"].get(name) == shape, f"parameter `{name}` is "
+                    f"{tuple(s['params'][name]) if name in s['params'] else 'missing'}, expected {tuple(shape)}")
+    expect.true(s["attrs"].get("head_dim") == w["attrs"]["head_dim"],
+                f"self.head_dim is {s['attrs'].get('head_dim')}, expected d_out // num_heads = {w['attrs']['head_dim']}")
+
+
+@check(STEP, "rejects a d_out that num_heads does not divide")
+def _(r: Outcome) -> None:
+    res = r.learner["indivisible"]
+    expect.true(res.status == "error", "MultiHeadAttention accepted d_out % num_heads != 0: "
+                "assert d_out % num_heads == 0 in __init__")
+
+
+@check(STEP, "matches the reference: split, transpose, merge heads, out_proj")
+def _(r: Outcome) -> None:
+    expect.close(r.got("fwd"), r.want("fwd"), "context vectors", DIMS)
+
+
+@check(STEP, "no token sees the future")
+def _(r: Outcome) -> None:
+    no_future(r, "leak", r.inputs("leak")["x"].shape[1] // 2, "context vectors")
+
+
+@check(STEP, "inputs shorter than context_length, and a single head")
+def _(r: Outcome) -> None:
+    expect.close(r.got("short"), r.want("short"), "context vectors for num_tokens < context_length", DIMS)
+    expect.close(r.got("one"), r.want("one"), "context vectors with num_heads=1", DIMS)
+
+
+@check(STEP, "the book's example: torch.manual_seed(123), d_out=2, num_heads=2")
+def _(r: Outcome) -> None:
+    expect.close(r.got("book"), r.want("book"), "mha(batch)", DIMS)
+
+
+@check(STEP, "gradients reach every weight, out_proj included")
+def _(r: Outcome) -> None:
+    grads_match(r, "fwd", "MultiHeadAttention")

@@ -1,0 +1,60 @@
+"""Step 10: MultiHeadAttentionWrapper: num_heads CausalAttention heads, concatenated."""
+
+from __future__ import annotations
+
+import torch
+
+from . import Case, Gen, Outcome, book_inputs, cases, check, expect
+from ._common import book, grads_match, linear_shapes, module
+from .causal_attention import plan
+
+STEP = "multihead_wrapper"
+CLS = "MultiHeadAttentionWrapper"
+DIMS = ("batch", "num_tokens", "num_heads * d_out")
+
+
+@cases(STEP)
+def _(g: Gen) -> dict[str, Case]:
+    c = plan(g, CLS, "heads.{h}.", {"num_heads": 3}, n_heads=3)
+    d_in, d_out = 3, 4
+    c["one"] = module(CLS, g, {"d_in": d_in, "d_out": d_out, "context_length": 5, "dropout": 0.0, "num_heads": 1},
+                      linear_shapes("heads.0.", d_in, d_out), g.randn(2, 5, d_in))
+    c["book"] = book(CLS, g, {"d_in": 3, "d_out": 2, "context_length": 6, "dropout": 0.0, "num_heads": 2}, 123,
+                     torch.stack((book_inputs(), book_inputs()), dim=0))
+    return c
+
+
+@check(STEP, "heads is an nn.ModuleList of num_heads independent heads")
+def _(r: Outcome) -> None:
+    s = r.got("fwd", "structure")
+    expect.true(s["heads_type"] == "ModuleList", f"self.heads is {s['heads_type']}, expected nn.ModuleList "
+                "(a plain list hides the heads' weights from .parameters())")
+    expect.true(len(s["heads"]) == 3, f"{len(s['heads'])} heads, expected num_heads = 3")
+    want = r.want("fwd", "structure")["n_unique_params"]
+    expect.true(s["n_unique_params"] == want, f"the heads share weights ({s['n_unique_params']} distinct "
+                f"parameters, expected {want}): build a new CausalAttention for every head")
+
+
+@check(STEP, "heads concatenated on the last dim")
+def _(r: Outcome) -> None:
+    expect.close(r.got("fwd"), r.want("fwd"), "context vectors", DIMS)
+
+
+@check(STEP, "num_heads = 1 is a single CausalAttention")
+def _(r: Outcome) -> None:
+    expect.close(r.got("one"), r.want("one"), "context vectors of one head", DIMS)
+
+
+@check(STEP, "inputs shorter than context_length")
+def _(r: Outcome) -> None:
+    expect.close(r.got("short"), r.want("short"), "context vectors for num_tokens < context_length", DIMS)
+
+
+@check(STEP, "the book's example: torch.manual_seed(123), num_heads=2")
+def _(r: Outcome) -> None:
+    expect.close(r.got("book"), r.want("book"), "mha(batch)", DIMS)
+
+
+@check(STEP, "gradients reach every head")
+def _(r: Outcome) -> None:
+    grads_match(r, "fwd", "MultiHeadAttentionWrapper")

@@ -1,0 +1,59 @@
+"""Step 5: SelfAttention_v1 with nn.Parameter weights of shape (d_in, d_out)."""
+
+from __future__ import annotations
+
+from . import Case, Gen, Outcome, book_inputs, cases, check, expect
+from ._common import book, grads_match, module
+
+STEP = "self_attention_v1"
+CLS = "SelfAttention_v1"
+DIMS = ("num_tokens", "d_out")
+
+
+@cases(STEP)
+def _(g: Gen) -> dict[str, Case]:
+    d_in, n = g.int(3, 5), g.int(5, 8)
+    d_out = d_in + g.int(1, 3)
+    shapes = {m: (d_in, d_out) for m in ("W_query", "W_key", "W_value")}
+    ctor = {"d_in": d_in, "d_out": d_out}
+    return {
+        "fwd": module(CLS, g, ctor, shapes, g.randn(n, d_in), grad_out=(n, d_out)),
+        "single": module(CLS, g, ctor, shapes, g.randn(1, d_in)),
+        "wide": module(CLS, g, {"d_in": d_in, "d_out": 16}, {m: (d_in, 16) for m in shapes}, g.randn(n, d_in)),
+        "book": book(CLS, g, {"d_in": 3, "d_out": 2}, 123, book_inputs()),
+    }
+
+
+@check(STEP, "W_query, W_key, W_value are nn.Parameters of shape (d_in, d_out)")
+def _(r: Outcome) -> None:
+    params = r.got("single", "structure")["params"]
+    want = r.want("single", "structure")["params"]
+    for name, shape in want.items():
+        expect.true(name in params, f"no parameter `{name}`: create it with nn.Parameter(torch.rand(d_in, d_out))")
+        expect.true(params[name] == shape, f"`{name}` has shape {tuple(params[name])}, "
+                    f"expected {tuple(shape)} = (d_in, d_out)")
+
+
+@check(STEP, "matches the reference with d_in ≠ d_out")
+def _(r: Outcome) -> None:
+    expect.close(r.got("fwd"), r.want("fwd"), "context vectors", DIMS)
+
+
+@check(STEP, "scaled by √d_k with a wide d_out = 16")
+def _(r: Outcome) -> None:
+    expect.close(r.got("wide"), r.want("wide"), "context vectors (d_out = 16)", DIMS)
+
+
+@check(STEP, "a single token")
+def _(r: Outcome) -> None:
+    expect.close(r.got("single"), r.want("single"), "context vector of one token", DIMS)
+
+
+@check(STEP, "the book's example: torch.manual_seed(123), SelfAttention_v1(3, 2)")
+def _(r: Outcome) -> None:
+    expect.close(r.got("book"), r.want("book"), "sa_v1(inputs) (create W_query, W_key, W_value in that order)", DIMS)
+
+
+@check(STEP, "gradients reach W_query, W_key and W_value")
+def _(r: Outcome) -> None:
+    grads_match(r, "fwd", "SelfAttention_v1")

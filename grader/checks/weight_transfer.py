@@ -1,0 +1,51 @@
+"""Step 12 (exercise 3.1): transfer_weights(sa_v2, sa_v1) makes v1 compute what v2 computes."""
+
+from __future__ import annotations
+
+from . import Case, Gen, Outcome, cases, check, expect
+from ._common import linear_shapes
+
+STEP = "weight_transfer"
+
+
+def _case(g: Gen, d_in: int, d_out: int) -> Case:
+    inputs = {**g.weights(linear_shapes("", d_in, d_out)), "x": g.randn(g.int(4, 7), d_in)}
+    return Case("transfer", inputs, {"d_in": d_in, "d_out": d_out}, g.seed())
+
+
+@cases(STEP)
+def _(g: Gen) -> dict[str, Case]:
+    d_in = g.int(3, 5)
+    return {"rect": _case(g, d_in, d_in + g.int(1, 2)), "square": _case(g, 4, 4)}
+
+
+@check(STEP, "after the transfer, v1 gives v2's output (d_in ≠ d_out)")
+def _(r: Outcome) -> None:
+    expect.close(r.got("rect", "out_v1"), r.want("rect", "out_v1"), "sa_v1(x)", ("num_tokens", "d_out"))
+
+
+@check(STEP, "each of W_query, W_key, W_value comes from the matching layer, transposed")
+def _(r: Outcome) -> None:
+    for name in ("W_query", "W_key", "W_value"):
+        expect.true(r.has("rect", f"v1.{name}"), f"sa_v1.{name} is no longer a tensor")
+        got = r.got("rect", f"v1.{name}")
+        if got.shape == r.want("rect", f"v1.{name}").shape:
+            for other in ("W_query", "W_key", "W_value"):
+                if other != name and got.allclose(r.want("rect", f"v1.{other}")):
+                    raise expect.Failed(f"sa_v1.{name} holds sa_v2.{other}'s weight: query, key and value swapped")
+        expect.close(got, r.want("rect", f"v1.{name}"), f"sa_v1.{name} (nn.Linear stores (d_out, d_in): transpose)",
+                     ("d_in", "d_out"))
+
+
+@check(STEP, "square weights (d_in = d_out) are transposed too")
+def _(r: Outcome) -> None:
+    expect.close(r.got("square", "out_v1"), r.want("square", "out_v1"), "sa_v1(x) with d_in = d_out",
+                 ("num_tokens", "d_out"))
+
+
+@check(STEP, "sa_v2 is left unchanged")
+def _(r: Outcome) -> None:
+    for case in ("rect", "square"):
+        for name in ("W_query", "W_key", "W_value"):
+            expect.close(r.got(case, f"v2.{name}"), r.inputs(case)[f"w.{name}.weight"],
+                         f"sa_v2.{name}.weight after the transfer (copy, do not transpose in place)")

@@ -1,0 +1,174 @@
+"""Grade one submission: ingest -> worker (untrusted) -> checks (trusted) -> Report."""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Iterable
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from . import channel, checks, ingest, static
+from .checks import Case, CaseResult, Outcome
+from .registry import BY_ID, STEPS, Step
+from .report import CheckResult, Report, StepResult, clean
+from .runner import run_checks
+from .session import Worker, WorkerLost
+
+DEFAULT_TIMEOUT = 10.0  # seconds per step, wall clock, enforced from outside the worker
+LOAD_TIMEOUT = 30.0
+
+
+def grader_version() -> str:
+    try:
+        return version("attention-kata")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
+def resolve_secret(secret: str | None) -> str:
+    return secret if secret is not None else os.environ.get("ATTN_KATA_SECRET", "")
+
+
+@functools.lru_cache(maxsize=8)
+def prepared(secret: str) -> tuple[dict[str, dict[str, Case]], dict[str, dict[str, CaseResult]]]:
+    """Cases (inputs from the secret) and the reference's results for them, computed here, once."""
+    from . import reference, worker
+
+    plans = checks.plans(secret)
+    ref = reference.namespace()
+    results: dict[str, dict[str, CaseResult]] = {}
+    for step_id, cases in plans.items():
+        results[step_id] = {}
+        for name, case in cases.items():
+            doc, tensors = worker.run_case(ref, _as_doc(name, case), case.inputs, set())
+            results[step_id][name] = _case_result(doc, tensors)
+    torch.manual_seed(0)
+    return plans, results
+
+
+def _as_doc(name: str, case: Case) -> dict[str, Any]:
+    return {"name": name, "probe": case.probe, "params": case.params, "seed": case.seed}
+
+
+def _case_result(doc: dict[str, Any], tensors: dict[str, torch.Tensor]) -> CaseResult:
+    return CaseResult(status=str(doc.get("status")), tensors=tensors, facts=doc.get("facts") or {},
+                      message=clean(doc.get("message", "")), where=doc.get("where"),
+                      exception=clean(doc.get("exception", ""), 80))
+
+
+def _request(step: Step, cases: dict[str, Case]) -> bytes:
+    tensors = {f"{name}/{k}": v for name, case in cases.items() for k, v in case.inputs.items()}
+    doc = {"names": list(step.names), "uses": list(step.uses), "cases": [_as_doc(n, c) for n, c in cases.items()]}
+    return channel.encode(tensors, doc)
+
+
+def _parse_response(cases: dict[str, Case], tensors: dict[str, torch.Tensor], doc: Any) -> dict[str, CaseResult]:
+    """Take only what we asked for; anything missing or malformed is that case's 'no result'."""
+    report = doc.get("cases") if isinstance(doc, dict) else None
+    report = report if isinstance(report, dict) else {}
+    out: dict[str, CaseResult] = {}
+    for name in cases:
+        entry = report.get(name)
+        if not isinstance(entry, dict) or entry.get("status") not in (
+                "ok", "not_started", "missing", "wrong_type", "error", "memory"):
+            out[name] = CaseResult("error", {}, {}, message="no result", exception="NoResult")
+            continue
+        mine = {k.split("/", 1)[1]: v for k, v in tensors.items() if k.split("/", 1)[0] == name}
+        facts = entry.get("facts") if isinstance(entry.get("facts"), dict) else {}
+        where = entry.get("where") if isinstance(entry.get("where"), dict) else None
+        out[name] = CaseResult(str(entry["status"]), mine, facts, clean(str(entry.get("message", ""))), where,
+                               clean(str(entry.get("exception", "")), 80))
+    return out
+
+
+def _load_error_text(err: dict[str, Any]) -> str:
+    where = err.get("where") or {}
+    loc = f" ({where.get('file')}, line {where.get('line')}: `{where.get('code', '')}`)" if where else ""
+    return clean(f"{err.get('exception', 'Error')}: {err.get('message', '')}{loc}")
+
+
+def _step_title(step: Step, lang: str) -> str:
+    return step.title_zh if lang == "zh" else step.title
+
+
+def _blank(step: Step, status: str, detail: str, message: str, lang: str) -> StepResult:
+    specs = checks.CHECKS[step.id]
+    return StepResult(step.id, _step_title(step, lang), 0.0, sum(c.points for c in specs), status,
+                      [CheckResult(c.name, 0.0, c.points, False, message) for c in specs], detail, message)
+
+
+def grade(path: str | Path, *, steps: Iterable[str] | None = None, secret: str | None = None,
+          timeout: float = DEFAULT_TIMEOUT, lang: str = "en", config: dict[str, Any] | None = None) -> Report:
+    """Grade one submission. Never raises for anything the submission does."""
+    step_list = [BY_ID[s] for s in steps] if steps else list(STEPS)
+    plans, ref_results = prepared(resolve_secret(secret))
+    display = Path(path).name
+    try:
+        sub = ingest.read_submission(path)
+    except ingest.SubmissionError as exc:
+        return Report(display, [_blank(s, "error", "unreadable", clean(str(exc)), lang) for s in step_list],
+                      grader_version=grader_version())
+
+    results: dict[str, StepResult] = {}
+    learner: dict[str, dict[str, CaseResult]] = {}
+    units = [(u.module, u.label, u.source) for u in sub.units]
+    names: dict[str, str] = {}
+    errors: dict[str, Any] = {}
+    worker: Worker | None = None
+    try:
+        for step in step_list:
+            if worker is None or not worker.alive:
+                worker = Worker(units, config or {})
+                try:
+                    hello = worker.hello(LOAD_TIMEOUT)
+                    names, errors = dict(hello.get("names") or {}), dict(hello.get("errors") or {})
+                except (WorkerLost, AttributeError) as exc:
+                    reason = getattr(exc, "reason", "unreadable")
+                    msg = f"importing the submission failed: {getattr(exc, 'detail', exc)}"
+                    for s in step_list:
+                        if s.id not in results:
+                            results[s.id] = _blank(s, "error", reason, msg, lang)
+                    break
+            unit = sub.unit_for(step.file)
+            err = errors.get(unit) if unit else None
+            if not any(n in names for n in step.names):
+                if err:
+                    results[step.id] = _blank(step, "error", "import_error", _load_error_text(err), lang)
+                else:
+                    results[step.id] = _blank(step, "not_started", "", "not started", lang)
+                continue
+            try:
+                tensors, doc = worker.ask(_request(step, plans[step.id]), timeout)
+            except WorkerLost as exc:
+                msg = {"timeout": f"stopped after {timeout:g} s: is there an infinite loop?",
+                       "crashed": f"the worker process died ({exc.detail})",
+                       "unreadable": f"the result could not be read ({exc.detail})"}[exc.reason]
+                results[step.id] = _blank(step, "error", exc.reason, msg, lang)
+                continue
+            learner[step.id] = _parse_response(plans[step.id], tensors, doc)
+            if all(r.status == "not_started" for r in learner[step.id].values()):
+                results[step.id] = _blank(step, "not_started", "not_implemented",
+                                          "raises NotImplementedError", lang)
+                del learner[step.id]
+    finally:
+        if worker is not None:
+            worker.close()
+
+    facts = static.analyse(sub)
+    outcomes = {sid: Outcome(sid, plans[sid], learner[sid], ref_results[sid], facts) for sid in learner}
+    to_run = [c for sid in learner for c in checks.CHECKS[sid]]
+    verdicts = run_checks(to_run, outcomes)
+    for sid in learner:
+        step = BY_ID[sid]
+        crs = [CheckResult(c.name, c.points if verdicts[c.key][0] else 0.0, c.points, verdicts[c.key][0],
+                           verdicts[c.key][1]) for c in checks.CHECKS[sid]]
+        score = sum(c.score for c in crs)
+        total = sum(c.max_score for c in crs)
+        status = "passed" if score == total else "failed" if score == 0 else "partial"
+        results[sid] = StepResult(sid, _step_title(step, lang), score, total, status, crs)
+    notes = list(sub.notes)
+    return Report(display, [results[s.id] for s in step_list], notes=notes, grader_version=grader_version())

@@ -1,0 +1,98 @@
+"""Read a submission as text only (directory, .py or .ipynb); nothing here runs its code."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .registry import STEPS
+
+MAX_SOURCE_BYTES = 2 * 1024 * 1024
+MAGIC = re.compile(r"^\s*([%!]|\?\?|\w+\?$)")  # %magic, %%cell, !shell, obj?
+
+
+class SubmissionError(Exception):
+    """The path is not a submission we can read (reported, never a traceback)."""
+
+
+@dataclass
+class Unit:
+    """A piece of source the worker executes: a module file, or one notebook cell."""
+
+    module: str  # module name the worker gives it ("causal_attention", "submission", "notebook")
+    label: str  # how the learner knows it: "causal_attention.py", "cell 7"
+    source: str
+
+
+@dataclass
+class Submission:
+    path: Path
+    kind: str  # "dir" | "py" | "ipynb"
+    units: list[Unit]
+    notes: list[str] = field(default_factory=list)  # e.g. stripped magics
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    def unit_for(self, step_file: str) -> str | None:
+        """For a directory, the module that should define a step; one shared module otherwise."""
+        if self.kind == "dir":
+            mod = step_file.removesuffix(".py")
+            return mod if any(u.module == mod for u in self.units) else None
+        return self.units[0].module if self.units else None
+
+
+def _read_text(path: Path) -> str:
+    size = path.stat().st_size
+    if size > MAX_SOURCE_BYTES:
+        raise SubmissionError(f"{path.name} is {size} bytes; the limit is {MAX_SOURCE_BYTES}")
+    return path.read_bytes().decode("utf-8", errors="replace")
+
+
+def notebook_units(text: str, module: str = "notebook") -> tuple[list[Unit], list[str]]:
+    """Code cells of a notebook, with IPython magics and shell escapes commented out."""
+    try:
+        nb = json.loads(text)
+        cells = nb["cells"]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise SubmissionError(f"not a readable notebook: {exc}") from None
+    units: list[Unit] = []
+    notes: list[str] = []
+    for i, cell in enumerate(cells, start=1):
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+            continue
+        src = cell.get("source", "")
+        src = "".join(src) if isinstance(src, list) else str(src)
+        lines = src.splitlines()
+        if lines and lines[0].lstrip().startswith("%%"):
+            notes.append(f"cell {i}: cell magic {lines[0].split()[0]} skipped")
+            continue
+        for j, line in enumerate(lines):
+            if MAGIC.match(line):
+                notes.append(f"cell {i}: `{line.strip()[:40]}` removed (magics and shell escapes do not run here)")
+                indent = line[: len(line) - len(line.lstrip())]
+                lines[j] = f"{indent}pass  # {line.strip()}"  # keeps line numbers and blocks valid
+        units.append(Unit(module, f"cell {i}", "\n".join(lines)))
+    return units, notes
+
+
+def read_submission(path: str | Path) -> Submission:
+    p = Path(path)
+    if not p.exists():
+        raise SubmissionError(f"{p}: no such file or directory")
+    if p.is_dir():
+        units = [Unit(s.id, s.file, _read_text(p / s.file)) for s in STEPS if (p / s.file).is_file()]
+        # helper modules the learner may import from their own files
+        known = {s.file for s in STEPS}
+        extra = [Unit(f.stem, f.name, _read_text(f)) for f in sorted(p.glob("*.py"))
+                 if f.name not in known and f.stem.isidentifier() and not f.name.startswith(("test_", "conftest"))]
+        return Submission(p, "dir", units + extra if units else [])
+    if p.suffix == ".py":
+        return Submission(p, "py", [Unit("submission", p.name, _read_text(p))])
+    if p.suffix == ".ipynb":
+        units, notes = notebook_units(_read_text(p))
+        return Submission(p, "ipynb", units, notes)
+    raise SubmissionError(f"{p.name}: expected a directory, a .py file or a .ipynb notebook")

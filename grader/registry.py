@@ -1,0 +1,81 @@
+"""The one declarative list of steps. The CLI, the checks, the stubs' self-test and the docs read it.
+
+Adding a step: add a `Step` here, a stub in exercises/<id>.py, the reference in
+solutions/<id>.py and a checks module grader/checks/<id>.py (see CONTRIBUTING in README.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Step:
+    number: int
+    id: str
+    names: tuple[str, ...]  # public names the learner writes (DESIGN.md §1)
+    section: str  # book section
+    title: str
+    title_zh: str
+    core: bool = True
+    # names of earlier steps this one builds on: the grader swaps in the reference for them,
+    # so a mistake in the earlier step is not charged twice
+    uses: tuple[str, ...] = field(default=())
+
+    @property
+    def file(self) -> str:
+        return f"{self.id}.py"
+
+
+STEPS: tuple[Step, ...] = (
+    Step(1, "dot_scores", ("attention_scores",), "3.3.1",
+         "Step 1: input embeddings -> ω (attention scores)",
+         "步骤1：输入嵌入 → ω（注意力得分）"),
+    Step(2, "softmax", ("normalize_by_sum", "softmax_naive", "attention_weights"), "3.3.1",
+         "Step 2: ω -> α (attention weights)",
+         "步骤2：ω → α（注意力权重）"),
+    Step(3, "context_vector", ("context_vector",), "3.3.1",
+         "Step 3: α -> z (context vector)",
+         "步骤3：α → z（上下文向量）"),
+    Step(4, "all_tokens", ("all_attention_scores", "all_attention_weights", "all_context_vectors"), "3.3.2",
+         "1.2 Attention weights for all input tokens",
+         "1.2 为所有输入 token 计算注意力权重"),
+    Step(5, "self_attention_v1", ("SelfAttention_v1",), "3.4.1",
+         "2.1 SelfAttention_v1: a basic implementation",
+         "2.1 SelfAttention_v1：基础实现"),
+    Step(6, "self_attention_v2", ("SelfAttention_v2",), "3.4.2",
+         "2.2 SelfAttention_v2: using nn.Linear",
+         "2.2 SelfAttention_v2：使用 nn.Linear"),
+    Step(7, "causal_mask", ("causal_mask", "masked_attention_weights"), "3.5.1",
+         "3.1 Applying a causal attention mask",
+         "3.1 应用因果注意力掩码"),
+    Step(8, "dropout", ("dropout_attention",), "3.5.2",
+         "3.2 Masking additional attention weights with dropout",
+         "3.2 使用 Dropout 掩码额外注意力权重"),
+    Step(9, "causal_attention", ("CausalAttention",), "3.5.3",
+         "3.3 A compact causal self-attention class",
+         "3.3 实现紧凑的因果自注意力类"),
+    Step(10, "multihead_wrapper", ("MultiHeadAttentionWrapper",), "3.6.1",
+         "4.1 MultiHeadAttentionWrapper",
+         "4.1 MultiHeadAttentionWrapper",
+         uses=("CausalAttention",)),
+    Step(11, "multihead_attention", ("MultiHeadAttention",), "3.6.2",
+         "Multi-head attention with weight splits",
+         "多头注意力：权重拆分", core=False),
+    Step(12, "weight_transfer", ("transfer_weights",), "ex. 3.1",
+         "Exercise 3.1: comparing SelfAttention_v1 and v2",
+         "练习 3.1：比较 v1 与 v2", core=False,
+         uses=("SelfAttention_v1", "SelfAttention_v2")),
+)
+
+BY_ID: dict[str, Step] = {s.id: s for s in STEPS}
+ALL_NAMES: tuple[str, ...] = tuple(n for s in STEPS for n in s.names)
+
+
+def get_step(key: str) -> Step:
+    """Look a step up by id or number ("7" or "causal_mask")."""
+    if key in BY_ID:
+        return BY_ID[key]
+    if key.isdigit() and 1 <= int(key) <= len(STEPS):
+        return STEPS[int(key) - 1]
+    raise KeyError(key)

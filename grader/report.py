@@ -1,0 +1,67 @@
+"""Report records (DESIGN.md §4, schema_version 1) and their JSON form."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+SCHEMA_VERSION = 1
+STATUSES = ("passed", "partial", "failed", "not_started", "error")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u202a-\u202e\u2066-\u2069]")
+MAX_TEXT = 600
+
+
+def clean(text: str, limit: int = MAX_TEXT) -> str:
+    """Messages may quote learner output: strip control characters, cap the length."""
+    text = _CONTROL.sub("", str(text))
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+@dataclass
+class CheckResult:
+    name: str
+    score: float
+    max_score: float
+    passed: bool
+    message: str = ""
+
+
+@dataclass
+class StepResult:
+    id: str
+    title: str
+    score: float
+    max_score: float
+    status: str
+    checks: list[CheckResult] = field(default_factory=list)
+    detail: str = ""  # why: timeout, crashed (SIGKILL), import error, not implemented, …
+    message: str = ""
+
+
+@dataclass
+class Report:
+    submission: str
+    steps: list[StepResult]
+    notes: list[str] = field(default_factory=list)
+    grader_version: str = ""
+    schema_version: int = SCHEMA_VERSION
+
+    @property
+    def score(self) -> float:
+        return round(sum(s.score for s in self.steps), 4)
+
+    @property
+    def max_score(self) -> float:
+        return round(sum(s.max_score for s in self.steps), 4)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema_version": self.schema_version,
+            "submission": self.submission,
+            "score": self.score,
+            "max_score": self.max_score,
+            "grader_version": self.grader_version,
+            "notes": self.notes,
+            "steps": [asdict(s) for s in self.steps],
+        }

@@ -1,0 +1,11 @@
+"""Step 1 (book §3.3.1): input embeddings -> attention scores ω."""
+
+import torch
+
+
+def attention_scores(inputs: torch.Tensor, query: torch.Tensor) -> torch.Tensor:
+    """ω_i = x_i · query for every token; inputs (num_tokens, d_in), query (d_in,) -> (num_tokens,)."""
+    attn_scores = torch.zeros(inputs.shape[0])
+    for i, x_i in enumerate(inputs):
+        attn_scores[i] = torch.dot(x_i, query)
+    return attn_scores
