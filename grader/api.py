@@ -11,7 +11,8 @@ from pathlib import Path
 from rich.console import Console
 
 from . import reporters
-from .engine import DEFAULT_TIMEOUT, grade as grade_report
+from .engine import DEFAULT_TIMEOUT
+from .engine import grade as grade_report
 from .registry import BY_ID, STEPS
 from .report import Report
 
@@ -137,3 +138,70 @@ def hint(*, step: str, workspace: str | Path = "exercises", lang: str = "en", sh
     if shown >= len(levels):
         console.print("[dim]that was the last hint[/dim]" if lang == "en" else "[dim]这是最后一个提示[/dim]")
     return out
+
+
+def batch(*, directory: str | Path, out: str | Path, jobs: int | None = None, resume: bool = False,
+          secret: str | None = None, timeout: float = DEFAULT_TIMEOUT, lang: str = "en", quiet: bool = False):
+    """Grade every submission in `directory` into `out` (see grader.batch); returns a BatchResult."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        ProgressColumn,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    from .batch import run_batch
+
+    class Rate(ProgressColumn):
+        def render(self, task):  # type: ignore[no-untyped-def]
+            speed = task.finished_speed or task.speed
+            return f"{speed:.2f}/s" if speed else "–/s"
+
+    console = Console(stderr=True)
+    if quiet:
+        result = run_batch(directory=directory, out=out, jobs=jobs, resume=resume, secret=secret, timeout=timeout,
+                           lang=lang)
+    else:
+        bar = Progress(TextColumn("grading"), BarColumn(), MofNCompleteColumn(), Rate(), TimeElapsedColumn(),
+                       TextColumn("left"), TimeRemainingColumn(), console=console, transient=False)
+        state: dict = {}
+
+        def start(total: int, done: int) -> None:
+            state["task"] = bar.add_task("grading", total=max(total - done, 0) or None)
+            if done:
+                console.print(f"resuming: {done} of {total} already graded")
+
+        def progress(n: int) -> None:
+            bar.advance(state["task"], n)
+
+        with bar:
+            result = run_batch(directory=directory, out=out, jobs=jobs, resume=resume, secret=secret,
+                               timeout=timeout, lang=lang, start=start, progress=progress)
+        _print_summary(result, Console())
+    return result
+
+
+def _print_summary(result, console: Console) -> None:  # type: ignore[no-untyped-def]
+    from rich.table import Table
+
+    s = result.summary
+    t = Table(title=f"class summary: {s['submissions']} graded, mean {s['mean'] if s['mean'] is not None else '–'}"
+                    f" / {s['max_score'] if s['max_score'] is not None else '–'}", title_justify="left")
+    for col in ("#", "step", "mean", "full marks", "most common failed check"):
+        t.add_column(col, justify="right" if col in ("#", "mean", "full marks") else "left")
+    for st in s["steps"]:
+        top = st["most_common_failed_check"]
+        t.add_row(str(st["number"]), st["id"],
+                  f"{st['mean']:g}/{st['max_score']:g}" if st["mean"] is not None else "–",
+                  f"{st['full_marks_share']:.0%}" if st["full_marks_share"] is not None else "–",
+                  f"{top['name']} ({top['count']})" if top else "")
+    console.print(t)
+    console.print(f"{result.total} submissions, {result.records} records ({result.graded_now} graded now, "
+                  f"{result.reused} from the index) in {result.seconds:.1f} s -> {result.out}")
+    if result.not_graded:
+        console.print(f"[red]{len(result.not_graded)} could not be graded:[/red]")
+        for student, reason in result.not_graded.items():
+            console.print(f"  {student}: {reason}")

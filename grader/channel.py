@@ -71,7 +71,7 @@ def _recv_exact(sock: socket.socket, n: int, deadline: float | None) -> bytes:
             sock.settimeout(left)
         try:
             chunk = sock.recv(min(n - len(buf), 1 << 20))
-        except socket.timeout:
+        except TimeoutError:
             raise TimeoutError from None
         if not chunk:
             raise EOFError

@@ -8,10 +8,13 @@ from pathlib import Path
 
 import click
 
-from . import api
+from . import zygote
 from .registry import STEPS, get_step
 
+DEFAULT_TIMEOUT = 10.0
+
 LANGS = click.Choice(["en", "zh"])
+GRADING_COMMANDS = {"check", "grade", "batch", "watch"}
 
 
 def _step_ids(values: tuple[str, ...]) -> list[str]:
@@ -29,6 +32,10 @@ def _step_ids(values: tuple[str, ...]) -> list[str]:
 @click.pass_context
 def main(ctx: click.Context, lang: str | None) -> None:
     """attention-kata: fill in exercises/, then `attn-kata check`."""
+    if ctx.invoked_subcommand in GRADING_COMMANDS:
+        zygote.warm_up()  # the zygote imports torch while this process does the same
+    from . import api
+
     ctx.obj = {"lang": lang or api.default_lang()}
 
 
@@ -37,16 +44,20 @@ def main(ctx: click.Context, lang: str | None) -> None:
 @click.pass_obj
 def list_cmd(obj: dict, workspace: str) -> None:
     """The steps, with your progress."""
+    from . import api
+
     api.list_steps(workspace=workspace, lang=obj["lang"])
 
 
 @main.command()
 @click.argument("steps", nargs=-1)
 @click.option("--path", "workspace", default="exercises", show_default=True, help="Your workspace.")
-@click.option("--timeout", default=api.DEFAULT_TIMEOUT, show_default=True, help="Seconds allowed per step.")
+@click.option("--timeout", default=DEFAULT_TIMEOUT, show_default=True, help="Seconds allowed per step.")
 @click.pass_obj
 def check(obj: dict, steps: tuple[str, ...], workspace: str, timeout: float) -> None:
     """Grade your workspace; exit 0 only when every requested step passes."""
+    from . import api
+
     ok = api.check(workspace=workspace, steps=_step_ids(steps) or None, lang=obj["lang"], timeout=timeout)
     sys.exit(0 if ok else 1)
 
@@ -58,6 +69,8 @@ def check(obj: dict, steps: tuple[str, ...], workspace: str, timeout: float) -> 
 @click.pass_obj
 def hint(obj: dict, step: str, workspace: str, show_all: bool) -> None:
     """Reveal the next hint for STEP (id or number)."""
+    from . import api
+
     api.hint(step=_step_ids((step,))[0], workspace=workspace, lang=obj["lang"], show_all=show_all)
 
 
@@ -68,13 +81,15 @@ def hint(obj: dict, step: str, workspace: str, show_all: bool) -> None:
 @click.option("--secret", envvar="ATTN_KATA_SECRET", default=None, help="Key for the hidden cases "
               "(or ATTN_KATA_SECRET).")
 @click.option("--step", "steps", multiple=True, help="Grade only these steps (repeatable).")
-@click.option("--timeout", default=api.DEFAULT_TIMEOUT, show_default=True, help="Seconds allowed per step.")
+@click.option("--timeout", default=DEFAULT_TIMEOUT, show_default=True, help="Seconds allowed per step.")
 @click.option("--out", type=click.Path(path_type=Path), default=None,
               help="Write the report here instead of stdout (gradescope: results.json).")
 @click.pass_obj
 def grade(obj: dict, path: Path, fmt: str, secret: str | None, steps: tuple[str, ...], timeout: float,
           out: Path | None) -> None:
     """Grade one submission: a directory like exercises/, a .py file or a .ipynb notebook."""
+    from . import api
+
     text = api.grade(path=path, fmt=fmt, secret=secret, steps=_step_ids(steps) or None, timeout=timeout,
                      lang=obj["lang"], to_terminal=out is None)
     if out is not None:
@@ -90,6 +105,59 @@ def steps(obj: dict) -> None:
     click.echo(json.dumps([{"number": s.number, "id": s.id, "names": list(s.names), "section": s.section,
                             "title": s.title, "title_zh": s.title_zh, "core": s.core} for s in STEPS],
                           ensure_ascii=False, indent=2))
+
+
+@main.command()
+@click.argument("directory", type=click.Path(path_type=Path, file_okay=False, exists=True))
+@click.option("--out", type=click.Path(path_type=Path, file_okay=False), required=True,
+              help="Where the gradebook, reports, feedback and the index go.")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Parallel graders (default: all cores).")
+@click.option("--resume", is_flag=True, help="Keep what OUT's index already holds; grade only what is missing.")
+@click.option("--secret", envvar="ATTN_KATA_SECRET", default=None, help="Key for the hidden cases "
+              "(or ATTN_KATA_SECRET).")
+@click.option("--timeout", default=DEFAULT_TIMEOUT, show_default=True, help="Seconds allowed per step.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar and no summary (for scripts).")
+@click.pass_obj
+def batch(obj: dict, directory: Path, out: Path, jobs: int | None, resume: bool, secret: str | None,
+          timeout: float, quiet: bool) -> None:
+    """Grade every submission in DIRECTORY (folders, .py, .ipynb, LMS zip exports) into OUT.
+
+    Exit 0 when every submission got a report, 1 when some could not be graded (listed).
+    """
+    from . import api
+
+    result = api.batch(directory=directory, out=out, jobs=jobs, resume=resume, secret=secret, timeout=timeout,
+                       lang=obj["lang"], quiet=quiet)
+    sys.exit(0 if result.ok else 1)
+
+
+@main.group()
+def gradescope() -> None:
+    """Gradescope: build the autograder zip, or run inside it."""
+
+
+@gradescope.command("build")
+@click.option("--out", type=click.Path(path_type=Path, dir_okay=False), default=Path("autograder.zip"),
+              show_default=True)
+@click.option("--secret", envvar="ATTN_KATA_SECRET", default=None,
+              help="Bake this key for the hidden cases into the zip (or ATTN_KATA_SECRET).")
+def gradescope_build(out: Path, secret: str | None) -> None:
+    """The zip Gradescope's autograder setup takes as is (setup.sh, run_autograder, the kata)."""
+    from . import gradescope as gs
+
+    path = gs.build(out=out, secret=secret)
+    click.echo(f"wrote {path}")
+
+
+@gradescope.command("run")
+@click.option("--root", type=click.Path(path_type=Path, file_okay=False), envvar="AUTOGRADER_ROOT",
+              default=Path("/autograder"), show_default=True)
+def gradescope_run(root: Path) -> None:
+    """What run_autograder calls: grade ROOT/submission, write ROOT/results/results.json."""
+    from . import gradescope as gs
+
+    path = gs.run_autograder(root=root)
+    click.echo(f"wrote {path}")
 
 
 if __name__ == "__main__":

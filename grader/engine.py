@@ -15,7 +15,7 @@ from . import channel, checks, ingest, static
 from .checks import Case, CaseResult, Outcome
 from .registry import BY_ID, STEPS, Step
 from .report import CheckResult, Report, StepResult, clean
-from .runner import run_checks
+from .runner import run_jobs
 from .session import Worker, WorkerLost
 
 DEFAULT_TIMEOUT = 10.0  # seconds per step, wall clock, enforced from outside the worker
@@ -101,20 +101,32 @@ def _blank(step: Step, status: str, detail: str, message: str, lang: str) -> Ste
                       [CheckResult(c.name, 0.0, c.points, False, message) for c in specs], detail, message)
 
 
-def grade(path: str | Path, *, steps: Iterable[str] | None = None, secret: str | None = None,
-          timeout: float = DEFAULT_TIMEOUT, lang: str = "en", config: dict[str, Any] | None = None) -> Report:
-    """Grade one submission. Never raises for anything the submission does."""
+class Collected:
+    """What the worker produced for one submission, before judging."""
+
+    def __init__(self, display: str, step_list: list[Step], lang: str):
+        self.display = display
+        self.step_list = step_list
+        self.lang = lang
+        self.results: dict[str, StepResult] = {}  # steps settled without checks (not started, error)
+        self.learner: dict[str, dict[str, CaseResult]] = {}
+        self.static: dict[str, Any] = {}
+        self.notes: list[str] = []
+
+
+def collect(path: str | Path, *, steps: Iterable[str] | None = None, secret: str | None = None,
+            timeout: float = DEFAULT_TIMEOUT, lang: str = "en", config: dict[str, Any] | None = None) -> Collected:
+    """Run the submission's code in a worker and gather its outputs. Never raises for the submission."""
     step_list = [BY_ID[s] for s in steps] if steps else list(STEPS)
-    plans, ref_results = prepared(resolve_secret(secret))
-    display = Path(path).name
+    plans, _ = prepared(resolve_secret(secret))
+    col = Collected(Path(path).name, step_list, lang)
     try:
         sub = ingest.read_submission(path)
     except ingest.SubmissionError as exc:
-        return Report(display, [_blank(s, "error", "unreadable", clean(str(exc)), lang) for s in step_list],
-                      grader_version=grader_version())
-
-    results: dict[str, StepResult] = {}
-    learner: dict[str, dict[str, CaseResult]] = {}
+        col.results = {s.id: _blank(s, "error", "unreadable", clean(str(exc)), lang) for s in step_list}
+        return col
+    col.notes = list(sub.notes)
+    col.static = static.analyse(sub)
     units = [(u.module, u.label, u.source) for u in sub.units]
     names: dict[str, str] = {}
     errors: dict[str, Any] = {}
@@ -126,20 +138,17 @@ def grade(path: str | Path, *, steps: Iterable[str] | None = None, secret: str |
                 try:
                     hello = worker.hello(LOAD_TIMEOUT)
                     names, errors = dict(hello.get("names") or {}), dict(hello.get("errors") or {})
-                except (WorkerLost, AttributeError) as exc:
+                except (WorkerLost, AttributeError, TypeError, ValueError) as exc:
                     reason = getattr(exc, "reason", "unreadable")
                     msg = f"importing the submission failed: {getattr(exc, 'detail', exc)}"
                     for s in step_list:
-                        if s.id not in results:
-                            results[s.id] = _blank(s, "error", reason, msg, lang)
+                        col.results.setdefault(s.id, _blank(s, "error", reason, msg, lang))
                     break
             unit = sub.unit_for(step.file)
             err = errors.get(unit) if unit else None
             if not any(n in names for n in step.names):
-                if err:
-                    results[step.id] = _blank(step, "error", "import_error", _load_error_text(err), lang)
-                else:
-                    results[step.id] = _blank(step, "not_started", "", "not started", lang)
+                col.results[step.id] = (_blank(step, "error", "import_error", _load_error_text(err), lang) if err
+                                        else _blank(step, "not_started", "", "not started", lang))
                 continue
             try:
                 tensors, doc = worker.ask(_request(step, plans[step.id]), timeout)
@@ -147,28 +156,53 @@ def grade(path: str | Path, *, steps: Iterable[str] | None = None, secret: str |
                 msg = {"timeout": f"stopped after {timeout:g} s: is there an infinite loop?",
                        "crashed": f"the worker process died ({exc.detail})",
                        "unreadable": f"the result could not be read ({exc.detail})"}[exc.reason]
-                results[step.id] = _blank(step, "error", exc.reason, msg, lang)
+                col.results[step.id] = _blank(step, "error", exc.reason, msg, lang)
                 continue
-            learner[step.id] = _parse_response(plans[step.id], tensors, doc)
-            if all(r.status == "not_started" for r in learner[step.id].values()):
-                results[step.id] = _blank(step, "not_started", "not_implemented",
-                                          "raises NotImplementedError", lang)
-                del learner[step.id]
+            cases = _parse_response(plans[step.id], tensors, doc)
+            if all(r.status == "not_started" for r in cases.values()):
+                col.results[step.id] = _blank(step, "not_started", "not_implemented", "raises NotImplementedError",
+                                              lang)
+            else:
+                col.learner[step.id] = cases
     finally:
         if worker is not None:
             worker.close()
+    return col
 
-    facts = static.analyse(sub)
-    outcomes = {sid: Outcome(sid, plans[sid], learner[sid], ref_results[sid], facts) for sid in learner}
-    to_run = [c for sid in learner for c in checks.CHECKS[sid]]
-    verdicts = run_checks(to_run, outcomes)
-    for sid in learner:
-        step = BY_ID[sid]
-        crs = [CheckResult(c.name, c.points if verdicts[c.key][0] else 0.0, c.points, verdicts[c.key][0],
-                           verdicts[c.key][1]) for c in checks.CHECKS[sid]]
-        score = sum(c.score for c in crs)
-        total = sum(c.max_score for c in crs)
-        status = "passed" if score == total else "failed" if score == 0 else "partial"
-        results[sid] = StepResult(sid, _step_title(step, lang), score, total, status, crs)
-    notes = list(sub.notes)
-    return Report(display, [results[s.id] for s in step_list], notes=notes, grader_version=grader_version())
+
+def judge(collected: list[Collected], *, secret: str | None = None) -> list[Report]:
+    """Run the checks on many submissions' outputs in one pytest session (trusted process only)."""
+    plans, ref_results = prepared(resolve_secret(secret))
+    jobs = []
+    for i, col in enumerate(collected):
+        for sid, cases in col.learner.items():
+            outcome = Outcome(sid, plans[sid], cases, ref_results[sid], col.static)
+            jobs.append((f"{i}::{sid}", checks.CHECKS[sid], outcome))
+    verdicts = run_jobs(jobs)
+    reports = []
+    for i, col in enumerate(collected):
+        results = dict(col.results)
+        for sid in col.learner:
+            v = verdicts[f"{i}::{sid}"]
+            crs = [CheckResult(c.name, c.points if v[c.key][0] else 0.0, c.points, v[c.key][0], v[c.key][1])
+                   for c in checks.CHECKS[sid]]
+            score = sum(c.score for c in crs)
+            total = sum(c.max_score for c in crs)
+            status = "passed" if score == total else "failed" if score == 0 else "partial"
+            results[sid] = StepResult(sid, _step_title(BY_ID[sid], col.lang), score, total, status, crs)
+        reports.append(Report(col.display, [results[s.id] for s in col.step_list], notes=col.notes,
+                              grader_version=grader_version()))
+    return reports
+
+
+def grade_many(paths: Iterable[str | Path], **kwargs: Any) -> list[Report]:
+    """Grade several submissions, judging them together (one pytest session)."""
+    secret = kwargs.get("secret")
+    return judge([collect(p, **kwargs) for p in paths], secret=secret)
+
+
+def grade(path: str | Path, **kwargs: Any) -> Report:
+    """Grade one submission. Never raises for anything the submission does.
+
+    Keyword arguments: steps, secret, timeout, lang, config (see `collect`)."""
+    return grade_many([path], **kwargs)[0]

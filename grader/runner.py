@@ -17,35 +17,38 @@ from .report import clean
 CHECKS_DIR = Path(__file__).resolve().parent / "checks"
 
 
-class KataPlugin:
-    """One job per hook: parametrize the checks, provide each its outcome, record each verdict."""
+Job = tuple[str, list[CheckSpec], Outcome]  # (key, the step's checks, what they look at)
 
-    def __init__(self, checks: list[CheckSpec], outcomes: dict[str, Outcome]):
-        self.checks = checks
-        self.outcomes = outcomes
-        self.verdicts: dict[str, tuple[bool, str]] = {}
+
+class KataPlugin:
+    """One job per hook: parametrize the jobs, judge each job's checks, keep the verdicts."""
+
+    def __init__(self, jobs: list[Job]):
+        self.jobs = jobs
+        self.verdicts: dict[str, dict[str, tuple[bool, str]]] = {}
 
     def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
-        if "kata_check" in metafunc.fixturenames:
-            metafunc.parametrize("kata_check", self.checks, ids=[c.key for c in self.checks])
+        if "kata_job" in metafunc.fixturenames:
+            metafunc.parametrize("kata_job", self.jobs, ids=[j[0] for j in self.jobs])
 
     @pytest.fixture
-    def kata_outcome(self, kata_check: CheckSpec) -> Outcome:
-        return self.outcomes[kata_check.step]
+    def kata_judge(self) -> Any:
+        return self.judge
 
-    @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo) -> Any:
-        report = yield
-        if call.when == "call":
-            spec: CheckSpec = item.callspec.params["kata_check"]  # type: ignore[attr-defined]
-            exc = call.excinfo.value if call.excinfo else None
-            if exc is None:
-                self.verdicts[spec.key] = (True, "")
-            elif isinstance(exc, Failed):
-                self.verdicts[spec.key] = (False, clean(str(exc)))
-            else:  # a check must explain itself; anything else is the grader's own bug
-                self.verdicts[spec.key] = (False, clean(f"internal grader error: {type(exc).__name__}: {exc}"))
-        return report
+    def judge(self, job: Job) -> None:
+        key, specs, outcome = job
+        verdicts = self.verdicts.setdefault(key, {})
+        for spec in specs:
+            try:
+                spec.fn(outcome)
+                verdicts[spec.key] = (True, "")
+            except Failed as exc:
+                verdicts[spec.key] = (False, clean(str(exc)))
+            except Exception as exc:  # a check must explain itself; anything else is the grader's own bug
+                verdicts[spec.key] = (False, clean(f"internal grader error: {type(exc).__name__}: {exc}"))
+        failed = [k for k, (ok, _) in verdicts.items() if not ok]
+        if failed:  # so pytest's own report of the item is truthful too
+            raise Failed(f"{len(failed)} check(s) failed")
 
 
 @contextlib.contextmanager
@@ -65,15 +68,16 @@ def _isolated_env() -> Iterator[None]:
                 os.environ[k] = v
 
 
-def run_checks(checks: list[CheckSpec], outcomes: dict[str, Outcome]) -> dict[str, tuple[bool, str]]:
-    """Run the given checks; returns check key -> (passed, message)."""
-    if not checks:
+def run_jobs(jobs: list[Job]) -> dict[str, dict[str, tuple[bool, str]]]:
+    """Judge many (submission, step) jobs in one pytest session: job key -> check key -> (passed, message)."""
+    if not jobs:
         return {}
-    plugin = KataPlugin(checks, outcomes)
+    plugin = KataPlugin(jobs)
     args = [str(CHECKS_DIR / "_entry.py"), "-c", str(CHECKS_DIR / "pytest.ini"), "--rootdir", str(CHECKS_DIR),
             "-p", "no:terminal", "-W", "ignore"]
     with _isolated_env(), contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         pytest.main(args, plugins=[plugin])
-    for c in checks:  # a check pytest never ran (collection trouble) counts as failed, visibly
-        plugin.verdicts.setdefault(c.key, (False, "internal grader error: check did not run"))
+    for key, specs, _ in jobs:  # a check pytest never ran (collection trouble) counts as failed, visibly
+        for c in specs:
+            plugin.verdicts.setdefault(key, {}).setdefault(c.key, (False, "internal grader error: check did not run"))
     return plugin.verdicts

@@ -19,7 +19,7 @@ DEFAULT_LIMITS: dict[str, Any] = {
 
 
 def _limit(which: int, value: int) -> None:
-    soft, hard = resource.getrlimit(which)
+    _, hard = resource.getrlimit(which)
     if hard != resource.RLIM_INFINITY:
         value = min(value, hard)
     resource.setrlimit(which, (value, value))

@@ -2,22 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
-import subprocess
-import sys
-import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
 import torch
 
 from . import channel
-from .zygote import exit_status
-
-ROOT = Path(__file__).resolve().parent.parent
+from .zygote import exit_status, warm_up, zygote  # noqa: F401 - warm_up is part of this API
 
 
 class WorkerLost(Exception):
@@ -27,75 +22,6 @@ class WorkerLost(Exception):
         super().__init__(detail)
         self.reason = reason
         self.detail = detail
-
-
-class Zygote:
-    """Starts the zygote process; each grading process (forked ones too) gets its own connection."""
-
-    def __init__(self) -> None:
-        self.dir = tempfile.mkdtemp(prefix="attn-kata-")
-        self.path = os.path.join(self.dir, "zygote.sock")
-        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        listener.bind(self.path)
-        listener.listen(64)
-        alive_r, self.alive_w = os.pipe()
-        code = f"import sys; sys.path.insert(0, {str(ROOT)!r}); from grader.zygote import main; main()"
-        self.proc = subprocess.Popen(
-            [sys.executable, "-I", "-c", code, str(listener.fileno()), str(alive_r)],
-            pass_fds=(listener.fileno(), alive_r), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL, start_new_session=True, env=_zygote_env())
-        listener.close()
-        os.close(alive_r)
-        self._conn: socket.socket | None = None
-        self._owner = -1
-
-    def _client(self) -> socket.socket:
-        if self._conn is None or self._owner != os.getpid():
-            self._conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            self._conn.connect(self.path)
-            self._owner = os.getpid()
-        return self._conn
-
-    def _ask(self, line: str, fds: list[int] | None = None) -> str:
-        conn = self._client()
-        conn.settimeout(60)  # the first answer waits for the zygote to import torch
-        socket.send_fds(conn, [line.encode() + b"\n"], fds or [])
-        data = b""
-        while not data.endswith(b"\n"):
-            chunk = conn.recv(256)
-            if not chunk:
-                raise OSError("zygote closed the connection")
-            data += chunk
-        return data.decode().strip()
-
-    def spawn(self, fd: int) -> int:
-        return int(self._ask("spawn {}", [fd]))
-
-    def status(self, pid: int) -> str:
-        return self._ask(f"status {pid}")
-
-
-def _zygote_env() -> dict[str, str]:
-    keep = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
-            "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
-    env = {k: os.environ[k] for k in keep if k in os.environ}
-    env.setdefault("OMP_NUM_THREADS", "1")
-    return env
-
-
-_ZYGOTE: Zygote | None = None
-
-
-def zygote() -> Zygote:
-    global _ZYGOTE
-    if _ZYGOTE is None or _ZYGOTE.proc.poll() is not None:
-        _ZYGOTE = Zygote()
-    return _ZYGOTE
-
-
-def warm_up() -> None:
-    """Start the zygote now: it imports torch while this process does the same."""
-    zygote()
 
 
 class Worker:
@@ -145,10 +71,8 @@ class Worker:
         """SIGKILL the worker's whole process group (it called setsid), then the worker itself."""
         self.alive = False
         for target in (lambda: os.killpg(self.pid, signal.SIGKILL), lambda: os.kill(self.pid, signal.SIGKILL)):
-            try:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
                 target()
-            except (ProcessLookupError, PermissionError):
-                pass
         self.sock.close()
 
     def close(self) -> None:

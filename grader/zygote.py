@@ -5,22 +5,25 @@ subreaper, so daemons a submission leaves behind are re-parented here and reaped
 the grader that started it goes away.
 
 Protocol on its Unix socket, one connection per grading process: the client sends
-`spawn <json config>\n` with the worker's socket attached (SCM_RIGHTS); the zygote answers
+`spawn\n` with the worker's socket attached (SCM_RIGHTS); the zygote answers
 `<pid>\n`. `status <pid>\n` answers the exit status once the worker has been reaped.
 """
 
 from __future__ import annotations
 
 import ctypes
-import json
 import os
 import selectors
 import signal
 import socket
+import subprocess
 import sys
+import tempfile
+from pathlib import Path
 from typing import Any
 
 PR_SET_CHILD_SUBREAPER = 36
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def _subreaper() -> bool:
@@ -44,8 +47,10 @@ def _recv_line(conn: socket.socket) -> tuple[bytes, list[int]]:
 
 
 def serve(listener: socket.socket, alive_fd: int) -> None:
-    from . import _preload  # noqa: F401 - torch, worker code and the reference, once
-    from . import worker
+    from . import (
+        _preload,  # noqa: F401 - torch, worker code and the reference, once
+        worker,
+    )
 
     _subreaper()
     statuses: dict[int, int] = {}
@@ -69,7 +74,6 @@ def serve(listener: socket.socket, alive_fd: int) -> None:
                 continue
             verb, _, arg = line.decode().strip().partition(" ")
             if verb == "spawn" and len(fds) == 1:
-                config = json.loads(arg)
                 pid = os.fork()
                 if pid == 0:  # the worker
                     try:
@@ -121,6 +125,75 @@ def exit_status(raw: Any) -> str:
         except ValueError:
             return f"killed by signal {sig}"
     return f"exited with status {os.WEXITSTATUS(status)}"
+
+
+class Zygote:
+    """Starts the zygote process; each grading process (forked ones too) gets its own connection."""
+
+    def __init__(self) -> None:
+        self.dir = tempfile.mkdtemp(prefix="attn-kata-")
+        self.path = os.path.join(self.dir, "zygote.sock")
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(self.path)
+        listener.listen(64)
+        alive_r, self.alive_w = os.pipe()
+        code = f"import sys; sys.path.insert(0, {str(ROOT)!r}); from grader.zygote import main; main()"
+        self.proc = subprocess.Popen(
+            [sys.executable, "-I", "-c", code, str(listener.fileno()), str(alive_r)],
+            pass_fds=(listener.fileno(), alive_r), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL, start_new_session=True, env=_zygote_env())
+        listener.close()
+        os.close(alive_r)
+        self._conn: socket.socket | None = None
+        self._owner = -1
+
+    def _client(self) -> socket.socket:
+        if self._conn is None or self._owner != os.getpid():
+            self._conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self._conn.connect(self.path)
+            self._owner = os.getpid()
+        return self._conn
+
+    def _ask(self, line: str, fds: list[int] | None = None) -> str:
+        conn = self._client()
+        conn.settimeout(60)  # the first answer waits for the zygote to import torch
+        socket.send_fds(conn, [line.encode() + b"\n"], fds or [])
+        data = b""
+        while not data.endswith(b"\n"):
+            chunk = conn.recv(256)
+            if not chunk:
+                raise OSError("zygote closed the connection")
+            data += chunk
+        return data.decode().strip()
+
+    def spawn(self, fd: int) -> int:
+        return int(self._ask("spawn", [fd]))
+
+    def status(self, pid: int) -> str:
+        return self._ask(f"status {pid}")
+
+
+def _zygote_env() -> dict[str, str]:
+    keep = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+            "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+    env = {k: os.environ[k] for k in keep if k in os.environ}
+    env.setdefault("OMP_NUM_THREADS", "1")
+    return env
+
+
+_ZYGOTE: Zygote | None = None
+
+
+def zygote() -> Zygote:
+    global _ZYGOTE
+    if _ZYGOTE is None or _ZYGOTE.proc.poll() is not None:
+        _ZYGOTE = Zygote()
+    return _ZYGOTE
+
+
+def warm_up() -> None:
+    """Start the zygote now: it imports torch while this process does the same."""
+    zygote()
 
 
 if __name__ == "__main__":

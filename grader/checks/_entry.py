@@ -1,9 +1,9 @@
-"""The single pytest test function; grader/runner.py parametrizes it with every check to run."""
+"""The single pytest test function; grader/runner.py parametrizes it with every (submission, step) to judge."""
 
 from __future__ import annotations
 
 from typing import Any
 
 
-def test_check(kata_check: Any, kata_outcome: Any) -> None:
-    kata_check.fn(kata_outcome)
+def test_step(kata_job: Any, kata_judge: Any) -> None:
+    kata_judge(kata_job)

@@ -45,7 +45,7 @@ def _(r: Outcome) -> None:
 
 @check(STEP, "works with leading batch dimensions (batch, heads, …)")
 def _(r: Outcome) -> None:
-    expect.close(r.got("batch"), r.want("batch"), "masked attention weights", ("batch", "heads") + SQ)
+    expect.close(r.got("batch"), r.want("batch"), "masked attention weights", ("batch", "heads", *SQ))
 
 
 @check(STEP, "future positions get exactly zero weight")

@@ -42,8 +42,9 @@ def _(r: Outcome) -> None:
     for name, shape in w["params"].items():
         expect.true(s["params"].get(name) == shape, f"parameter `{name}` is "
                     f"{tuple(s['params'][name]) if name in s['params'] else 'missing'}, expected {tuple(shape)}")
-    expect.true(s["attrs"].get("head_dim") == w["attrs"]["head_dim"],
-                f"self.head_dim is {s['attrs'].get('head_dim')}, expected d_out // num_heads = {w['attrs']['head_dim']}")
+    want_dim = w["attrs"]["head_dim"]
+    expect.true(s["attrs"].get("head_dim") == want_dim,
+                f"self.head_dim is {s['attrs'].get('head_dim')}, expected d_out // num_heads = {want_dim}")
 
 
 @check(STEP, "rejects a d_out that num_heads does not divide")
