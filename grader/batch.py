@@ -190,7 +190,8 @@ def _unwrap(p: Path) -> Path:
     """An archive that holds a single folder: look inside it."""
     while True:
         kids = [c for c in p.iterdir() if c.name not in IGNORED_DIRS and not c.name.startswith(".")]
-        if len(kids) == 1 and kids[0].is_dir() and not kids[0].is_symlink() and not _is_step_dir(p):
+        if (len(kids) == 1 and kids[0].is_dir() and not kids[0].is_symlink() and not _is_step_dir(p)
+                and not _LMS_NAME.match(kids[0].name + "_")):  # a one-student LMS export keeps its folder
             p = kids[0]
         else:
             return p
@@ -408,8 +409,10 @@ def feedback_text(student: str, report: dict[str, Any] | None, reason: str = "")
     words = {"passed": "passed, well done", "partial": "partly right", "failed": "not right yet",
              "not_started": "not started", "error": "could not run"}
     for s in report["steps"]:
-        lines.append(f"Step {number.get(s['id'], '?')}. {s['title']}: {words.get(s['status'], s['status'])} "
-                     f"({s['score']:g}/{s['max_score']:g})")
+        title = s["title"]
+        if not re.match(r"^(Step|步骤)", title):
+            title = f"Step {number.get(s['id'], '?')}. {title}"
+        lines.append(f"{title}: {words.get(s['status'], s['status'])} ({s['score']:g}/{s['max_score']:g})")
         if s["status"] == "error" and s.get("message"):
             lines.append(f"    What went wrong: {s['message']}")
         elif s["status"] in ("partial", "failed"):
@@ -514,8 +517,8 @@ def run_batch(*, directory: str | Path, out: str | Path, jobs: int | None = None
     work = [(i, str(group[0].path)) for i, group in enumerate(todo.values())]
     groups = list(todo.values())
     if work:
+        session.warm_up()  # the zygote imports torch while this process computes the reference results
         engine.prepared(secret)  # cases and reference results: computed once, inherited by the children
-        session.warm_up()
         _GRADE_ARGS.update(secret=secret, timeout=timeout if timeout is not None else engine.DEFAULT_TIMEOUT,
                            lang=lang)
         ctx = multiprocessing.get_context("fork")
@@ -554,6 +557,8 @@ def run_batch(*, directory: str | Path, out: str | Path, jobs: int | None = None
             reports[e.slug] = None
             write_atomic(out / "feedback" / f"{e.slug}.txt", feedback_text(e.student, None, reason))
     index.close()
+    if work:
+        _stop_zygote()
     write_atomic(out / "gradebook.csv", gradebook_csv(entries, reports, notes))
     summary = class_summary([r for r in reports.values() if r is not None])
     records = sum(1 for r in reports.values() if r is not None) + len(notes)
@@ -572,3 +577,18 @@ def _write_report(out: Path, e: Entry, report: dict[str, Any]) -> dict[str, Any]
     rep["student"] = e.student
     write_atomic(out / "reports" / f"{e.slug}.json", json.dumps(rep, ensure_ascii=False, indent=2))
     return rep
+
+
+def _stop_zygote() -> None:
+    """Let the zygote exit and reap it, so its (and its workers') CPU time is accounted to this process."""
+    from . import zygote
+
+    z = zygote._ZYGOTE
+    if z is None:
+        return
+    try:
+        os.close(z.alive_w)
+        z.proc.wait(timeout=5)
+    except (OSError, Exception):
+        pass
+    zygote._ZYGOTE = None

@@ -126,8 +126,13 @@ def batch(obj: dict, directory: Path, out: Path, jobs: int | None, resume: bool,
     """
     from . import api
 
-    result = api.batch(directory=directory, out=out, jobs=jobs, resume=resume, secret=secret, timeout=timeout,
-                       lang=obj["lang"], quiet=quiet)
+    try:
+        result = api.batch(directory=directory, out=out, jobs=jobs, resume=resume, secret=secret, timeout=timeout,
+                           lang=obj["lang"], quiet=quiet)
+    except KeyboardInterrupt:
+        click.echo(f"interrupted: what was graded is kept in {out}/index.sqlite; "
+                   "run the same command with --resume to finish", err=True)
+        sys.exit(130)
     sys.exit(0 if result.ok else 1)
 
 
@@ -158,6 +163,11 @@ def gradescope_run(root: Path) -> None:
 
     path = gs.run_autograder(root=root)
     click.echo(f"wrote {path}")
+
+
+from .nbgrader_cli import nbgrader_group  # noqa: E402
+
+main.add_command(nbgrader_group)
 
 
 if __name__ == "__main__":

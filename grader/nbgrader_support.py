@@ -356,10 +356,8 @@ def _write_autograded(path: Path, nb: dict[str, Any], gb: Any, nb_name: str, ass
         if not _is_test_cell(cell):
             continue
         gid = cell["metadata"]["nbgrader"].get("grade_id", "")
-        try:
+        with contextlib.suppress(MissingEntry):
             cell["source"] = gb.find_source_cell(gid, nb_name, assignment).source
-        except MissingEntry:
-            pass
         sid = gid[len(TEST_PREFIX):] if gid.startswith(TEST_PREFIX) else None
         if sid in by_step:
             cell["outputs"] = _result_outputs(by_step[sid])

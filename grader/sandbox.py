@@ -12,10 +12,12 @@ import torch
 
 DEFAULT_LIMITS: dict[str, Any] = {
     "cpu_seconds": 60,  # a backstop; the per-step wall-clock limit is enforced from outside
-    "memory_bytes": 4 * 1024**3,  # address space above what torch already maps
+    "memory_bytes": 1024**3,  # address space above what torch already maps
     "file_bytes": 16 * 1024**2,
     "open_files": 256,
+    "processes": 32,  # a fork bomb stops here (enforced once the worker is not root)
 }
+NOBODY = 65534
 
 
 def _limit(which: int, value: int) -> None:
@@ -28,6 +30,18 @@ def _limit(which: int, value: int) -> None:
 def _address_space() -> int:
     with open("/proc/self/statm") as f:
         return int(f.read().split()[0]) * resource.getpagesize()
+
+
+def _processes_of(uid: int) -> int:
+    count = 0
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.stat(f"/proc/{entry}").st_uid == uid:
+                    count += 1
+            except OSError:
+                pass
+    return count
 
 
 def confine(config: dict[str, Any]) -> None:
@@ -45,7 +59,18 @@ def confine(config: dict[str, Any]) -> None:
     sys.stderr = open(2, "w", buffering=1, closefd=False)  # noqa: SIM115
     os.environ.clear()
     os.environ.update({"HOME": workdir, "TMPDIR": workdir, "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8",
-                       "OMP_NUM_THREADS": "1"})
+                       "OMP_NUM_THREADS": "1", "ATTN_KATA_WORKER": "1"})
+    nproc = int(limits["processes"])
+    if os.geteuid() == 0:  # never run learner code as root: become nobody (so RLIMIT_NPROC applies)
+        os.chown(workdir, NOBODY, NOBODY)
+        os.chown(os.path.join(workdir, "output.log"), NOBODY, NOBODY)
+        os.setgroups([])
+        os.setgid(NOBODY)
+        os.setuid(NOBODY)
+        nproc += _processes_of(NOBODY)
+    else:
+        nproc += _processes_of(os.getuid())
+    _limit(resource.RLIMIT_NPROC, nproc)
     _limit(resource.RLIMIT_CORE, 0)
     _limit(resource.RLIMIT_CPU, int(limits["cpu_seconds"]))
     _limit(resource.RLIMIT_FSIZE, int(limits["file_bytes"]))

@@ -28,7 +28,10 @@ class Worker:
     def __init__(self, units: list[tuple[str, str, str]], config: dict[str, Any]):
         self.sock, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            self.pid = zygote().spawn(child.fileno())
+            try:
+                self.pid = zygote().spawn(child.fileno())
+            except (OSError, ValueError):  # an infrastructure hiccup: retry once on a fresh connection
+                self.pid = zygote().spawn(child.fileno())
         finally:
             child.close()
         self.alive = True

@@ -24,6 +24,7 @@ from . import channel, probes, reference, sandbox
 from .registry import ALL_NAMES
 
 MAX_MESSAGE = 500
+MAX_RESULT_ELEMENTS = 4_000_000  # per case; honest answers are a few thousand
 
 
 class _UnitFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -154,6 +155,9 @@ def run_case(ns: dict[str, Any], case: dict[str, Any], inputs: dict[str, torch.T
             if t.is_complex() or t.layout != torch.strided:
                 return {"status": "wrong_type", "message": f"{key}: unsupported tensor ({t.dtype}, {t.layout})"}, {}
             tensors[key] = t
+            if sum(v.numel() for v in tensors.values()) > MAX_RESULT_ELEMENTS:
+                return {"status": "wrong_type", "message": f"{key}: a result of {t.numel()} elements is far larger "
+                        "than this step's answer"}, {}
         else:
             facts[key] = _plain(value)
     return {"status": "ok", "facts": facts}, tensors
@@ -179,12 +183,18 @@ def serve(sock: socket.socket) -> None:
         out: dict[str, torch.Tensor] = {}
         names = tuple(doc["names"])
         with substituted(ns, names, doc["uses"]) as view:
+            exhausted = None
             for case in doc["cases"]:
                 cname = case["name"]
+                if exhausted is not None:  # one memory bomb per step is enough
+                    report[cname] = dict(exhausted)
+                    continue
                 inputs = {k.split("/", 1)[1]: v for k, v in tensors.items() if k.split("/", 1)[0] == cname}
                 t0 = time.perf_counter()
                 report[cname], outputs = run_case(view, case, inputs, labels)
                 report[cname]["ms"] = round((time.perf_counter() - t0) * 1000, 2)  # informational only
+                if report[cname]["status"] == "memory":
+                    exhausted = report[cname]
                 out.update({f"{cname}/{k}": v for k, v in outputs.items()})
         sandbox.reset_torch_state(0)
         channel.send_msg(sock, channel.encode(out, {"cases": report}))

@@ -32,13 +32,15 @@ def _(g: Gen) -> dict[str, Case]:
         "indivisible": Case("construct", {}, {"cls": CLS, "ctor": {**ctor, "d_out": heads * 2 + 1}}, g.seed()),
         "book": book(CLS, g, {"d_in": 3, "d_out": 2, "context_length": 6, "dropout": 0.0, "num_heads": 2}, 123,
                      torch.stack((book_inputs(), book_inputs()), dim=0)),
+        # structure from the constructor alone, so a forward that crashes does not hide a right structure
+        "structure": Case("construct", {}, {"cls": CLS, "ctor": ctor}, g.seed()),
     }
 
 
 @check(STEP, "W_query/W_key/W_value (d_in → d_out), out_proj (d_out → d_out), head_dim = d_out // num_heads")
 def _(r: Outcome) -> None:
-    s = r.got("fwd", "structure")
-    w = r.want("fwd", "structure")
+    s = r.got("structure", "structure")
+    w = r.want("structure", "structure")
     for name, shape in w["params"].items():
         expect.true(s["params"].get(name) == shape, f"parameter `{name}` is "
                     f"{tuple(s['params'][name]) if name in s['params'] else 'missing'}, expected {tuple(shape)}")

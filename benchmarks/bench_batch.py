@@ -1,0 +1,171 @@
+"""Time `attn-kata batch` against nbgrader's `autograde` on the same submissions, on this machine, in one run.
+
+    python benchmarks/bench_batch.py [-n 24] [--jobs N] [--keep DIR]
+
+Both graders get N students' chapter-3 code (from solutions/, every 4th with a bug): attn-kata as plain
+notebooks (one per student, as learners write them), nbgrader as the same code in an nbgrader assignment
+whose test cells assert on outputs. nbgrader's generate_assignment is not timed; its autograde is.
+Prints both wall times, their ratio, and the batch's CPU time per submission (getrusage: self + children).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+
+import submissions  # noqa: E402
+
+BIN = Path(sys.executable).parent
+
+SETUP_CELL = """import torch
+import torch.nn as nn
+inputs = torch.tensor([[0.43, 0.15, 0.89], [0.55, 0.87, 0.66], [0.57, 0.85, 0.64],
+                       [0.22, 0.58, 0.33], [0.77, 0.25, 0.10], [0.05, 0.80, 0.55]])"""
+
+# hidden reference values are computed inline; each test cell asserts on the learner's outputs
+TESTS = [
+    ("dot_scores", 1, """exp = inputs @ inputs[1]
+torch.testing.assert_close(attention_scores(inputs, inputs[1]), exp, atol=1e-4, rtol=0)"""),
+    ("softmax", 1, """s = torch.tensor([0.9544, 1.4950, 1.4754, 0.8434, 0.7070, 1.0865])
+torch.testing.assert_close(softmax_naive(s), torch.softmax(s, dim=0), atol=1e-4, rtol=0)
+x = torch.randn(3, 5)
+torch.testing.assert_close(attention_weights(x), torch.softmax(x, dim=-1), atol=1e-5, rtol=0)"""),
+    ("context_vector", 1, """w = torch.softmax(inputs @ inputs[1], dim=0)
+torch.testing.assert_close(context_vector(w, inputs), w @ inputs, atol=1e-4, rtol=0)"""),
+    ("all_tokens", 1, """exp = inputs @ inputs.T
+torch.testing.assert_close(all_attention_scores(inputs), exp, atol=1e-4, rtol=0)"""),
+    ("causal_mask", 1, """m = causal_mask(5)
+assert m.dtype == torch.bool and torch.equal(m, torch.triu(torch.ones(5, 5, dtype=torch.bool), diagonal=1))"""),
+    ("causal_attention", 2, """torch.manual_seed(123)
+ca = CausalAttention(3, 2, 6, 0.0)
+batch = torch.stack((inputs, inputs))
+out = ca(batch)
+assert out.shape == (2, 6, 2)
+q, k, v = ca.W_query(batch), ca.W_key(batch), ca.W_value(batch)
+sc = (q @ k.transpose(1, 2)).masked_fill(torch.triu(torch.ones(6, 6, dtype=torch.bool), 1), -torch.inf)
+torch.testing.assert_close(out, torch.softmax(sc / 2 ** 0.5, dim=-1) @ v, atol=1e-4, rtol=0)"""),
+    ("multihead_attention", 2, """torch.manual_seed(123)
+mha = MultiHeadAttention(3, 4, 6, 0.0, num_heads=2)
+out = mha(torch.stack((inputs, inputs)))
+assert out.shape == (2, 6, 4)
+x2 = torch.stack((inputs, inputs)).clone(); x2[:, 5] += 1.0
+torch.testing.assert_close(mha(x2)[:, :5], out[:, :5])"""),
+]
+
+
+def _cell(kind: str, source: str, grade_id: str, points: int = 0) -> dict:
+    meta = {"nbgrader": {"grade_id": grade_id, "locked": kind != "solution", "schema_version": 3,
+                         "solution": kind == "solution", "grade": kind == "test", "task": False}}
+    if kind == "test":
+        meta["nbgrader"]["points"] = points
+    return {"cell_type": "code", "execution_count": None, "id": grade_id.replace("_", "-"), "metadata": meta,
+            "outputs": [], "source": source}
+
+
+def nbgrader_notebook(bug: str | None) -> dict:
+    cells = [_cell("setup", SETUP_CELL, "setup")]
+    for step, src in submissions.cells():
+        if bug and submissions.BUGS[bug][0] == step:
+            src = src.replace(submissions.BUGS[bug][1], submissions.BUGS[bug][2])
+        cells.append(_cell("solution", f"### BEGIN SOLUTION\n{src}\n### END SOLUTION", f"sol_{step}"))
+    for step, points, test in TESTS:
+        cells.append(_cell("test", test, f"test_{step}", points))
+    return {"cells": cells, "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python",
+                                                        "name": "python3"}, "language_info": {"name": "python"}},
+            "nbformat": 4, "nbformat_minor": 5}
+
+
+def _cpu() -> float:
+    s, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime
+
+
+def run_attn_kata(work: Path, n: int, jobs: int | None) -> tuple[float, float]:
+    subs = work / "attn" / "in"
+    submissions.make_class(subs, n, "ipynb")
+    out = work / "attn" / "out"
+    cmd = [str(BIN / "python"), "-m", "grader", "batch", str(subs), "--out", str(out), "-q"]
+    if jobs:
+        cmd += ["--jobs", str(jobs)]
+    cpu0, t0 = _cpu(), time.monotonic()
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    wall, cpu = time.monotonic() - t0, _cpu() - cpu0
+    if proc.returncode != 0:
+        raise SystemExit(f"attn-kata batch failed:\n{proc.stdout}\n{proc.stderr}")
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["records"] == n, summary
+    return wall, cpu
+
+
+def run_nbgrader(work: Path, n: int) -> tuple[float, float]:
+    course = work / "course"
+    (course / "source" / "ps1").mkdir(parents=True)
+    (course / "nbgrader_config.py").write_text(
+        "c = get_config()\n"
+        f"c.CourseDirectory.root = {str(course)!r}\n"
+        "c.CourseDirectory.course_id = 'bench'\n"
+        "c.ExecutePreprocessor.timeout = 120\n"
+        "c.ClearSolutions.code_stub = {'python': 'raise NotImplementedError()'}\n")
+    (course / "source" / "ps1" / "attention.ipynb").write_text(json.dumps(nbgrader_notebook(None), indent=1))
+    env = {**os.environ, "PATH": f"{BIN}:{os.environ.get('PATH', '')}", "OMP_NUM_THREADS": "1"}
+
+    def nbg(*args: str) -> None:
+        proc = subprocess.run([str(BIN / "nbgrader"), *args], cwd=course, env=env, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise SystemExit(f"nbgrader {' '.join(args)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+
+    nbg("db", "assignment", "add", "ps1")
+    nbg("generate_assignment", "ps1", "--force")
+    for i in range(n):
+        d = course / "submitted" / f"student{i:03d}" / "ps1"
+        d.mkdir(parents=True)
+        (d / "attention.ipynb").write_text(json.dumps(nbgrader_notebook(submissions.variant(i)), indent=1))
+        (d / "timestamp.txt").write_text("2026-01-01 00:00:00.000000 UTC")
+    cpu0, t0 = _cpu(), time.monotonic()
+    nbg("autograde", "ps1")
+    wall, cpu = time.monotonic() - t0, _cpu() - cpu0
+    graded = list((course / "autograded").glob("*/ps1/attention.ipynb"))
+    assert len(graded) == n, f"nbgrader autograded {len(graded)} of {n}"
+    return wall, cpu
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("-n", type=int, default=24, help="submissions (default 24)")
+    ap.add_argument("--jobs", type=int, default=None, help="attn-kata batch --jobs (default: all cores)")
+    ap.add_argument("--keep", type=Path, default=None, help="work here and keep the files")
+    ap.add_argument("--skip-nbgrader", action="store_true")
+    args = ap.parse_args()
+    work = args.keep or Path(tempfile.mkdtemp(prefix="attn-bench-"))
+    if args.keep:
+        shutil.rmtree(work, ignore_errors=True)
+        work.mkdir(parents=True)
+    try:
+        a_wall, a_cpu = run_attn_kata(work, args.n, args.jobs)
+        print(f"cores: {os.cpu_count()}, submissions: {args.n}")
+        print(f"attn-kata batch : {a_wall:7.2f} s wall, {a_wall / args.n:6.3f} s/submission, "
+              f"CPU {a_cpu / args.n:6.3f} s/submission")
+        if not args.skip_nbgrader:
+            n_wall, n_cpu = run_nbgrader(work, args.n)
+            print(f"nbgrader autograde: {n_wall:7.2f} s wall, {n_wall / args.n:6.3f} s/submission, "
+                  f"CPU {n_cpu / args.n:6.3f} s/submission")
+            print(f"ratio (nbgrader / attn-kata, wall): {n_wall / a_wall:.1f}x")
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

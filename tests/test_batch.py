@@ -1,0 +1,232 @@
+"""`attn-kata batch`: discovery, unsafe archives, outputs, and a batch killed half-way then resumed."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import signal
+import sqlite3
+import stat
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import submissions  # noqa: E402
+
+from grader import batch  # noqa: E402
+
+BROKEN = {"broken.py": b"def f(:\n    pass\n", "empty.py": b"", "garbage.ipynb": bytes(range(256)) * 8,
+          "notnb.ipynb": b'{"nbformat": 4, "this is": "not a notebook"}'}
+
+
+def _run(args: list[str], **kw) -> subprocess.CompletedProcess:
+    env = {**os.environ, "ATTN_KATA_SECRET": "s3cret", "OMP_NUM_THREADS": "1"}
+    return subprocess.run([sys.executable, "-m", "grader", "--lang", "en", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300, **kw)
+
+
+@pytest.fixture(scope="module")
+def klass(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    d = tmp_path_factory.mktemp("class") / "in"
+    submissions.make_class(d, 6, "ipynb")
+    submissions.make_class(d / "py", 2, "py")
+    for name in ("student000.py", "student001.py"):  # loose modules, named apart from the notebooks
+        (d / "py" / name).rename(d / f"mod_{name}")
+    (d / "py").rmdir()
+    for name, data in BROKEN.items():
+        (d / name).write_bytes(data)
+    return d  # 12 submissions
+
+
+def _reports(out: Path) -> dict[str, dict]:
+    return {p.name: json.loads(p.read_text(encoding="utf-8")) for p in sorted((out / "reports").glob("*.json"))}
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(klass: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess]:
+    out = tmp_path_factory.mktemp("out") / "full"
+    proc = _run(["batch", str(klass), "--out", str(out), "--jobs", "2"])
+    return out, proc
+
+
+def test_batch_writes_one_record_per_submission(uninterrupted: tuple[Path, subprocess.CompletedProcess]) -> None:
+    out, proc = uninterrupted
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    assert "12 submissions, 12 records" in proc.stdout.replace("\n", " ")
+    reports = _reports(out)
+    assert len(reports) == 12
+    for name in BROKEN:
+        rep = reports[Path(name).stem + ".json"]
+        assert rep["score"] == 0
+        assert {s["status"] for s in rep["steps"]} <= {"error", "not_started"}
+    assert reports["broken.json"]["steps"][0]["status"] == "error"
+    assert "SyntaxError" in reports["broken.json"]["steps"][0]["message"]
+    assert reports["student000.json"]["score"] == reports["student000.json"]["max_score"]
+    assert reports["student003.json"]["score"] < reports["student003.json"]["max_score"]  # a buggy variant
+    rows = list(csv.DictReader(io.StringIO((out / "gradebook.csv").read_text(encoding="utf-8"))))
+    assert len(rows) == 12
+    assert rows[0]["total"] != ""
+    assert "dot_scores" in rows[0]
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    assert summary["records"] == 12
+    assert summary["not_graded"] == []
+    assert {s["id"] for s in summary["steps"]} >= {"causal_attention", "dot_scores"}
+    assert len(list((out / "feedback").glob("*.txt"))) == 12
+    assert "Score:" in (out / "feedback" / "student003.txt").read_text(encoding="utf-8")
+    db = sqlite3.connect(out / "index.sqlite")
+    cols = [r[1] for r in db.execute("PRAGMA table_info(results)")]
+    rows_db = db.execute("SELECT secret_hash, report FROM results").fetchall()
+    assert "secret" not in cols
+    assert len(rows_db) == 12
+    assert all("s3cret" not in sh and "s3cret" not in rep for sh, rep in rows_db)
+
+
+def test_sigkill_then_resume_gives_identical_reports(klass: Path, tmp_path: Path,
+                                                     uninterrupted: tuple[Path, subprocess.CompletedProcess]) -> None:
+    out = tmp_path / "killed"
+    env = {**os.environ, "ATTN_KATA_SECRET": "s3cret", "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "grader", "batch", str(klass), "--out", str(out), "--jobs", "1",
+                             "-q"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    done = 0
+    deadline = time.monotonic() + 120
+    try:
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                with sqlite3.connect(f"file:{out / 'index.sqlite'}?mode=ro", uri=True) as db:
+                    done = db.execute("SELECT COUNT(*) FROM results").fetchone()[0]
+            except sqlite3.Error:
+                done = 0
+            if done >= 3:
+                break
+            time.sleep(0.05)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert 3 <= done < 12, "the batch was not stopped half-way"
+    resumed = _run(["batch", str(klass), "--out", str(out), "--jobs", "2", "--resume"])
+    assert resumed.returncode == 0, resumed.stderr + resumed.stdout
+    text = (resumed.stdout + resumed.stderr).replace("\n", " ")
+    assert "12 submissions, 12 records" in text
+    assert "from the index" in text
+    full_out, _ = uninterrupted
+    assert _reports(out) == _reports(full_out)
+    assert (out / "gradebook.csv").read_text(encoding="utf-8") == (full_out / "gradebook.csv").read_text(
+        encoding="utf-8")
+
+
+# ---------------------------------------------------------------- discovery and archives (no grading)
+
+
+def _zip(path: Path, members: dict[str, bytes], symlink: str | None = None) -> Path:
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+        if symlink:
+            info = zipfile.ZipInfo(symlink)
+            info.external_attr = (stat.S_IFLNK | 0o777) << 16
+            zf.writestr(info, "/etc/passwd")
+    return path
+
+
+def test_discovery_of_folders_loose_files_and_lms_exports(tmp_path: Path) -> None:
+    d = tmp_path / "in"
+    (d / "carol").mkdir(parents=True)
+    (d / "carol" / "attention.ipynb").write_text(submissions.notebook(["x = 1"]))
+    (d / "dave").mkdir()
+    (d / "dave" / "causal_mask.py").write_text("")
+    (d / "erin.py").write_text("")
+    (d / "notes.txt").write_text("ignored")
+    _zip(d / "canvas_export.zip", {"smithalice_12345_67890_attention.ipynb": b"{}",
+                                   "jonesbob_late_12346_67891_ch3.py": b"x = 1\n"})
+    _zip(d / "frank.zip", {"attention.ipynb": b"{}"})
+    _zip(d / "moodle.zip", {"Gina Lee_777_assignsubmission_file_/ch3.ipynb": b"{}"})
+    out = tmp_path / "out"
+    entries = batch.discover(d, out / ".staging")
+    by = {e.student: e for e in entries}
+    assert set(by) == {"carol", "dave", "erin", "smithalice", "jonesbob", "frank", "Gina Lee"}
+    assert by["dave"].path == d / "dave"
+    assert by["carol"].path == d / "carol" / "attention.ipynb"
+    assert by["jonesbob"].path is not None
+    assert by["jonesbob"].path.suffix == ".py"
+    for e in entries:
+        assert not e.rejected
+        assert e.path is not None
+        if "zip" in e.source:
+            assert out.resolve() in e.path.resolve().parents
+
+
+@pytest.mark.parametrize("kind", ["traversal", "absolute", "symlink", "bomb", "not_a_zip"])
+def test_unsafe_archives_are_rejected_with_a_reason(tmp_path: Path, kind: str) -> None:
+    d = tmp_path / "in"
+    d.mkdir()
+    archive = d / "export.zip"
+    if kind == "traversal":
+        _zip(archive, {"ok.py": b"", "../../evil.py": b"print('pwned')"})
+    elif kind == "absolute":
+        _zip(archive, {"/tmp/evil_attn_kata.py": b""})
+    elif kind == "symlink":
+        _zip(archive, {"ok.py": b""}, symlink="link.py")
+    elif kind == "bomb":
+        _zip(archive, {"big.py": b"0" * (64 * 1024 * 1024)})
+    else:
+        archive.write_bytes(b"PK\x03\x04 definitely not a zip")
+    out = tmp_path / "out"
+    entries = batch.discover(d, out / ".staging")
+    assert len(entries) == 1
+    reason = entries[0].rejected
+    assert reason, kind
+    expected = {"traversal": "traversal", "absolute": "traversal", "symlink": "symbolic link", "bomb": "expands",
+                "not_a_zip": "not a readable zip"}[kind]
+    assert expected in reason
+    assert {p.name for p in tmp_path.iterdir()} <= {"in", "out"}  # nothing written outside OUT
+    assert sorted(p.name for p in d.iterdir()) == ["export.zip"]
+    assert not Path("/tmp/evil_attn_kata.py").exists()
+
+
+def test_symlinked_submission_is_rejected(tmp_path: Path) -> None:
+    d = tmp_path / "in"
+    (d / "mallory").mkdir(parents=True)
+    (d / "mallory" / "causal_mask.py").symlink_to("/etc/passwd")
+    (d / "trent.py").symlink_to("/etc/passwd")
+    entries = batch.discover(d, tmp_path / "out" / ".staging")
+    assert {e.student: bool(e.rejected) for e in entries} == {"mallory": True, "trent": True}
+
+
+def test_rejected_submission_gets_a_record_and_the_batch_says_so(tmp_path: Path) -> None:
+    d = tmp_path / "in"
+    d.mkdir()
+    _zip(d / "zed.zip", {"../escape.py": b""})
+    out = tmp_path / "out"
+    result = batch.run_batch(directory=d, out=out, jobs=1)
+    assert result.records == result.total == 1
+    assert not result.ok
+    assert "zed" in result.not_graded
+    row = next(csv.DictReader(io.StringIO((out / "gradebook.csv").read_text(encoding="utf-8"))))
+    assert row["status"].startswith("not graded")
+    assert "could not be graded" in (out / "feedback" / "zed.txt").read_text(encoding="utf-8")
+
+
+def test_csv_cells_are_escaped_against_formula_injection() -> None:
+    for bad in ("=HYPERLINK(1)", "+1", "-1+2", "@SUM(A1)", "\tx", "\rx"):
+        assert batch.csv_cell(bad) == "'" + bad
+    assert batch.csv_cell("alice") == "alice"
+    assert batch.csv_cell(3.5) == 3.5
+
+
+def test_student_names_from_lms_file_names() -> None:
+    assert batch.student_name("smithalice_12345_67890_attention.ipynb") == "smithalice"
+    assert batch.student_name("smithalice_late_12345_67890_attention.ipynb") == "smithalice"
+    assert batch.student_name("Alice Smith_123_assignsubmission_file_") == "Alice Smith"
+    assert batch.student_name("bob.ipynb") == "bob"
+    assert batch.slugify("../../etc/passwd") not in ("", ".", "..")
+    assert "/" not in batch.slugify("../../etc/passwd")
