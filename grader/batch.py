@@ -294,8 +294,8 @@ def secret_hash(secret: str) -> str:
     return hashlib.sha256(b"attn-kata secret\0" + secret.encode()).hexdigest()
 
 
-def result_key(chash: str, version: str, shash: str) -> str:
-    return hashlib.sha256(f"{chash}\0{version}\0{shash}".encode()).hexdigest()
+def result_key(chash: str, version: str, shash: str, lang: str = "en") -> str:
+    return hashlib.sha256(f"{chash}\0{version}\0{shash}\0{lang}".encode()).hexdigest()
 
 
 class Index:
@@ -380,16 +380,15 @@ def gradebook_csv(entries: list[Entry], reports: dict[str, dict[str, Any] | None
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\r\n")
     w.writerow(["student", "submission", *[s.id for s in STEPS], "total", "max_score", "status"])
-    max_total = None
+    max_total = next((r["max_score"] for r in reports.values() if r is not None), "")
     for e in entries:
         r = reports.get(e.slug)
         if r is not None:
             by = {s["id"]: s["score"] for s in r["steps"]}
-            max_total = r["max_score"]
             row = [e.student, e.source, *[_num(by.get(s.id, 0)) for s in STEPS], _num(r["score"]),
                    _num(r["max_score"]), "graded"]
         else:
-            row = [e.student, e.source, *["" for _ in STEPS], 0, max_total if max_total is not None else "",
+            row = [e.student, e.source, *["" for _ in STEPS], 0, _num(max_total) if max_total != "" else "",
                    f"not graded: {notes.get(e.slug, '')}"]
         w.writerow([csv_cell(c) for c in row])
     return buf.getvalue()
@@ -498,7 +497,7 @@ def run_batch(*, directory: str | Path, out: str | Path, jobs: int | None = None
             except OSError as exc:
                 e.rejected = f"could not be read ({exc})"
                 continue
-            e.key = result_key(e.content_hash, version, shash)
+            e.key = result_key(e.content_hash, version, shash, lang)
 
     index = Index(out / "index.sqlite")
     if not resume:

@@ -1,0 +1,69 @@
+"""The README's commands, run as a learner would: real subprocesses of the installed CLI."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def kata(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "grader", *args], capture_output=True, text=True, cwd=cwd,
+                          timeout=300)
+
+
+def test_grade_solutions_full_marks_and_exercises_not_started() -> None:
+    sol = kata("grade", "solutions", "--format", "json")
+    assert sol.returncode == 0, sol.stderr
+    doc = json.loads(sol.stdout)
+    assert doc["schema_version"] == 1
+    assert doc["score"] == doc["max_score"] > 0
+    assert all(s["status"] == "passed" for s in doc["steps"])
+    ex = json.loads(kata("grade", "exercises", "--format", "json").stdout)
+    assert ex["score"] == 0
+    assert {s["status"] for s in ex["steps"]} == {"not_started"}
+    assert len(ex["steps"]) == 12
+
+
+def test_check_exit_code_follows_the_steps(tmp_path: Path) -> None:
+    ws = tmp_path / "exercises"
+    shutil.copytree(ROOT / "exercises", ws)
+    failing = kata("check", "dot_scores", "--path", str(ws))
+    assert failing.returncode == 1
+    assert "not started" in failing.stdout
+    shutil.copy(ROOT / "solutions" / "dot_scores.py", ws / "dot_scores.py")
+    passing = kata("check", "1", "--path", str(ws))
+    assert passing.returncode == 0, passing.stdout
+    listed = kata("list", "--path", str(ws))
+    assert "passed (5/5)" in listed.stdout
+
+
+def test_hints_reveal_one_level_at_a_time_in_both_languages(tmp_path: Path) -> None:
+    first = kata("hint", "causal_mask", "--path", str(tmp_path))
+    assert "hint 1/3" in first.stdout and "hint 2/3" not in first.stdout
+    second = kata("--lang", "zh", "hint", "causal_mask", "--path", str(tmp_path))
+    assert "hint 2/3" in second.stdout
+    assert "掩码" in second.stdout
+
+
+def test_bad_input_is_a_clear_error_not_a_traceback(tmp_path: Path) -> None:
+    missing = kata("grade", str(tmp_path / "nope.ipynb"), "--format", "json")
+    assert missing.returncode == 0
+    doc = json.loads(missing.stdout)
+    assert {s["status"] for s in doc["steps"]} == {"error"}
+    assert "no such file" in doc["steps"][0]["message"]
+    unknown = kata("check", "no_such_step")
+    assert unknown.returncode == 2 and "unknown step" in unknown.stderr
+    assert "Traceback" not in unknown.stderr
+
+
+def test_gradescope_format_has_the_spec_keys() -> None:
+    out = kata("grade", "solutions", "--format", "gradescope")
+    doc = json.loads(out.stdout)
+    assert doc["score"] == doc["max_score"]
+    assert {"name", "score", "max_score", "output", "visibility"} <= set(doc["tests"][0])
+    assert "execution_time" in doc

@@ -1,0 +1,175 @@
+"""The checks discriminate: realistic buggy submissions lose exactly the points their bug costs,
+correct-but-different ones keep full marks, and every check fails on at least one buggy fixture.
+
+tests/fixtures/buggy/<name>.py   one learner mistake each (the docstring says which)
+tests/fixtures/expected.json     per buggy fixture: for each step it defines, the status and the exact
+                                 set of failing checks; every other step must be "not_started"
+tests/fixtures/correct/          loops, einsum, F.softmax, tril/where/bool masks, the book verbatim,
+                                 a directory workspace; a notebook is built from the book's code below
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from grader import checks
+from grader.engine import grade
+from grader.registry import STEPS
+from grader.report import Report
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+BUGGY = FIXTURES / "buggy"
+CORRECT = FIXTURES / "correct"
+EXPECTED: dict[str, dict[str, dict]] = json.loads((FIXTURES / "expected.json").read_text(encoding="utf-8"))
+BUGGY_NAMES = sorted(p.stem for p in BUGGY.glob("*.py"))
+ALL_STEPS = {s.id for s in STEPS}
+SECRET = ""  # the default secret; outcomes must not depend on it (see the last test)
+
+# the steps each correct fixture defines (all of them must be fully passed, the rest not started)
+CORRECT_STEPS: dict[str, set[str]] = {
+    "book_verbatim.py": ALL_STEPS,
+    "vectorised_einsum.py": ALL_STEPS,
+    "loops.py": {"dot_scores", "softmax", "context_vector", "self_attention_v1", "causal_mask", "dropout"},
+    "workspace": {"dot_scores", "softmax", "dropout", "causal_attention", "multihead_wrapper", "weight_transfer"},
+    "book_notebook.ipynb": ALL_STEPS,
+}
+
+
+@functools.cache
+def graded(path: str, secret: str = SECRET) -> Report:
+    return grade(path, secret=secret)
+
+
+def outcome(report: Report) -> dict[str, dict]:
+    """step id -> {"status", "failed": sorted failing check names}, for every step not "not_started"."""
+    return {s.id: {"status": s.status, "failed": sorted(c.name for c in s.checks if not c.passed)}
+            for s in report.steps if s.status != "not_started"}
+
+
+@pytest.fixture(scope="module")
+def notebook(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The book's code as a learner's notebook: one cell per top-level block, markdown and magics around it."""
+    source = (CORRECT / "book_verbatim.py").read_text(encoding="utf-8")
+    blocks = [b for b in re.split(r"\n\n\n(?=\S)", source) if b.strip()]
+    nb = nbformat.v4.new_notebook()
+    nb.cells.append(nbformat.v4.new_markdown_cell("# 第三章：编码注意力机制"))
+    nb.cells.append(nbformat.v4.new_code_cell("%matplotlib inline\n!pip list | grep torch\nimport torch"))
+    for block in blocks:
+        nb.cells.append(nbformat.v4.new_code_cell(block))
+        nb.cells.append(nbformat.v4.new_markdown_cell("说明"))
+    path = tmp_path_factory.mktemp("nb") / "book_notebook.ipynb"
+    nbformat.write(nb, str(path))
+    return path
+
+
+# ---------------------------------------------------------------- the buggy fixtures
+
+
+def test_expected_table_matches_the_fixtures() -> None:
+    assert sorted(EXPECTED) == BUGGY_NAMES
+    for name, steps in EXPECTED.items():
+        assert steps, f"{name}: no step expected"
+        assert set(steps) <= ALL_STEPS, name
+        # each fixture targets a bug: some step it defines must lose points
+        assert any(v["status"] != "passed" for v in steps.values()), name
+        for sid, v in steps.items():
+            names = {c.name for c in checks.CHECKS[sid]}
+            assert set(v["failed"]) <= names, f"{name}/{sid}: unknown check names {set(v['failed']) - names}"
+            want_status = "passed" if not v["failed"] else "failed" if set(v["failed"]) == names else "partial"
+            assert v["status"] == want_status, f"{name}/{sid}"
+
+
+@pytest.mark.parametrize("name", BUGGY_NAMES)
+def test_buggy_fixture_loses_exactly_the_expected_points(name: str) -> None:
+    report = graded(str(BUGGY / f"{name}.py"))
+    got = outcome(report)
+    assert got == EXPECTED[name]
+    for step in report.steps:
+        if step.id not in EXPECTED[name]:
+            assert step.status == "not_started" and step.score == 0, step.id
+        elif step.status == "passed":
+            assert step.score == step.max_score
+
+
+def test_every_step_has_at_least_two_buggy_fixtures() -> None:
+    losing = {sid: [n for n, steps in EXPECTED.items() if sid in steps and steps[sid]["status"] != "passed"]
+              for sid in ALL_STEPS}
+    thin = {sid: names for sid, names in losing.items() if len(names) < 2}
+    assert not thin, f"steps with fewer than two buggy fixtures: {thin}"
+
+
+def test_every_check_fails_on_some_buggy_fixture() -> None:
+    checks.load_all()
+    failing: set[tuple[str, str]] = set()
+    for name in BUGGY_NAMES:
+        for step in graded(str(BUGGY / f"{name}.py")).steps:
+            failing |= {(step.id, c.name) for c in step.checks if not c.passed and step.status != "not_started"}
+    every = {(sid, spec.name) for sid, specs in checks.CHECKS.items() for spec in specs}
+    assert every, "no checks registered"
+    never = sorted(every - failing)
+    assert not never, f"checks no buggy fixture makes fail: {never}"
+
+
+# ---------------------------------------------------------------- the correct fixtures
+
+
+def _correct_path(name: str, notebook: Path) -> Path:
+    return notebook if name == "book_notebook.ipynb" else CORRECT / name
+
+
+def test_correct_fixtures_are_all_listed() -> None:
+    present = {p.name for p in CORRECT.iterdir() if p.suffix == ".py" or p.is_dir()} - {"__pycache__"}
+    assert present | {"book_notebook.ipynb"} == set(CORRECT_STEPS)
+
+
+@pytest.mark.parametrize("name", sorted(CORRECT_STEPS))
+def test_correct_fixture_gets_full_marks(name: str, notebook: Path) -> None:
+    report = graded(str(_correct_path(name, notebook)))
+    defined = CORRECT_STEPS[name]
+    for step in report.steps:
+        if step.id in defined:
+            failed = {c.name: c.message for c in step.checks if not c.passed}
+            assert step.status == "passed" and step.score == step.max_score, (step.id, step.status, failed)
+        else:
+            assert step.status == "not_started" and step.score == 0, (step.id, step.status)
+
+
+def test_notebook_magics_are_reported_not_run(notebook: Path) -> None:
+    notes = " ".join(graded(str(notebook)).notes)
+    assert "%matplotlib" in notes and "!pip" in notes
+
+
+# ---------------------------------------------------------------- the project's own trees
+
+
+def test_solutions_get_full_marks() -> None:
+    report = graded(str(ROOT / "solutions"))
+    assert {s.id for s in report.steps} == ALL_STEPS
+    for step in report.steps:
+        assert step.status == "passed" and step.score == step.max_score, (step.id, step.status)
+    assert report.score == report.max_score
+
+
+def test_exercises_are_not_started() -> None:
+    report = graded(str(ROOT / "exercises"))
+    assert {s.id for s in report.steps} == ALL_STEPS
+    assert all(s.status == "not_started" and s.score == 0 for s in report.steps)
+    assert report.score == 0
+
+
+# ---------------------------------------------------------------- independence from the secret
+
+SECRET_SENSITIVE = ["drop_keep_prob", "softmax_global_max", "mask_fill_zero", "v1_param_order",
+                    "wrap_on_buggy_ca", "tr_transpose_if_shapes_differ"]
+
+
+@pytest.mark.parametrize("name", SECRET_SENSITIVE)
+def test_outcome_does_not_depend_on_the_secret(name: str) -> None:
+    assert outcome(graded(str(BUGGY / f"{name}.py"), "another term's secret")) == EXPECTED[name]
