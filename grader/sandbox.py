@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import os
 import resource
+import signal
 import sys
-import tempfile
+from pathlib import Path
 from typing import Any
 
 import torch
+
+from . import landlock
 
 DEFAULT_LIMITS: dict[str, Any] = {
     "cpu_seconds": 60,  # a backstop; the per-step wall-clock limit is enforced from outside
@@ -44,10 +49,31 @@ def _processes_of(uid: int) -> int:
     return count
 
 
+CLONE_NEWNET = 0x40000000
+ROOT = Path(__file__).resolve().parent.parent
+LAYERS: dict[str, bool] = {}  # what confine() managed to apply, reported by `attn-kata doctor`
+
+
+def _readable_paths() -> list[str]:
+    """What a worker may read: Python and its packages, system libraries; not the kata's own
+    folder (solutions/ lives there), except the virtual environment inside it."""
+    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, "/usr", "/lib", "/lib64", "/etc", "/proc", "/dev",
+             "/sys/devices/system/cpu"}
+    paths |= {p for p in sys.path if p and os.path.isdir(p) and Path(p).resolve() != ROOT}
+    return sorted(p for p in paths if os.path.exists(p))
+
+
+def _new_netns() -> bool:
+    libc = ctypes.CDLL(None, use_errno=True)
+    return libc.unshare(CLONE_NEWNET) == 0
+
+
 def confine(config: dict[str, Any]) -> None:
+    """Layered: own session, private dir, quiet stdio, clean env, no network namespace, nobody, rlimits,
+    Landlock. Each layer that fails to apply is recorded as inactive, never claimed."""
     limits = {**DEFAULT_LIMITS, **config.get("limits", {})}
     os.setsid()  # own process group: the grader kills the whole group on timeout
-    workdir = tempfile.mkdtemp(prefix="attn-kata-worker-")
+    workdir = config["workdir"]  # made (and later removed) by the grader
     os.chdir(workdir)
     # nothing the learner prints reaches the grader's stdout (and so never a --format json stream)
     log = os.open(os.path.join(workdir, "output.log"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -60,23 +86,85 @@ def confine(config: dict[str, Any]) -> None:
     os.environ.clear()
     os.environ.update({"HOME": workdir, "TMPDIR": workdir, "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8",
                        "OMP_NUM_THREADS": "1", "ATTN_KATA_WORKER": "1"})
+    LAYERS["session"] = os.getsid(0) == os.getpid()
+    LAYERS["private_dir"] = True
+    LAYERS["clean_env"] = True
+    is_root = os.geteuid() == 0
+    LAYERS["network_namespace"] = is_root and _new_netns()
+    LAYERS["pids_cgroup"] = is_root and _pids_cgroup(int(limits["processes"]))
+    ruleset, promised = landlock.prepare(read=_readable_paths(), write=[workdir, os.devnull])
     nproc = int(limits["processes"])
-    if os.geteuid() == 0:  # never run learner code as root: become nobody (so RLIMIT_NPROC applies)
+    if is_root and _readable_by_others(sys.base_prefix) and _readable_by_others(sys.prefix):
+        # never run learner code as root where Python itself stays readable: become nobody
         os.chown(workdir, NOBODY, NOBODY)
         os.chown(os.path.join(workdir, "output.log"), NOBODY, NOBODY)
         os.setgroups([])
         os.setgid(NOBODY)
         os.setuid(NOBODY)
-        nproc += _processes_of(NOBODY)
-    else:
-        nproc += _processes_of(os.getuid())
-    _limit(resource.RLIMIT_NPROC, nproc)
+    LAYERS["unprivileged_user"] = os.geteuid() != 0
+    if LAYERS["unprivileged_user"]:
+        nproc += _processes_of(os.geteuid())  # RLIMIT_NPROC counts the whole user
+        _limit(resource.RLIMIT_NPROC, nproc)
     _limit(resource.RLIMIT_CORE, 0)
     _limit(resource.RLIMIT_CPU, int(limits["cpu_seconds"]))
     _limit(resource.RLIMIT_FSIZE, int(limits["file_bytes"]))
     _limit(resource.RLIMIT_NOFILE, int(limits["open_files"]))
     _limit(resource.RLIMIT_AS, _address_space() + int(limits["memory_bytes"]))
+    LAYERS["rlimits"] = True
     torch.set_num_threads(1)
+    enforced = landlock.enforce(ruleset, promised)
+    LAYERS["landlock_filesystem"] = enforced["filesystem"]
+    LAYERS["landlock_no_tcp"] = enforced["tcp"]
+    LAYERS["landlock_signal_scope"] = enforced["signals"]
+
+
+def _readable_by_others(path: str) -> bool:
+    """Could `nobody` still import from here? (Not when Python lives under a 0700 /root.)"""
+    p = Path(path).resolve()
+    for parent in (p, *p.parents):
+        try:
+            if not os.stat(parent).st_mode & 0o001:
+                return False
+        except OSError:
+            return False
+    return True
+
+
+PIDS_CGROUP = Path("/sys/fs/cgroup/pids")
+
+
+def _pids_cgroup(limit: int) -> bool:
+    """Root is exempt from RLIMIT_NPROC; a pids cgroup (v1 or v2) caps a fork bomb instead."""
+    for base in (PIDS_CGROUP, Path("/sys/fs/cgroup")):
+        if not (base / "cgroup.procs").exists() or not os.access(base, os.W_OK):
+            continue
+        group = base / "attn-kata" / f"worker-{os.getpid()}"
+        try:
+            group.mkdir(parents=True, exist_ok=True)
+            (group / "pids.max").write_text(str(limit))
+            (group / "cgroup.procs").write_text(str(os.getpid()))
+            return True
+        except OSError:
+            continue
+    return False
+
+
+def remove_cgroup(pid: int) -> bool:
+    """Called by the zygote once a worker is reaped: kill whatever is still in its cgroup, remove it.
+    Returns False while processes remain (try again later)."""
+    for base in (PIDS_CGROUP, Path("/sys/fs/cgroup")):
+        group = base / "attn-kata" / f"worker-{pid}"
+        if not group.exists():
+            continue
+        with contextlib.suppress(OSError):
+            for line in (group / "cgroup.procs").read_text().split():
+                with contextlib.suppress(ProcessLookupError, PermissionError, ValueError):
+                    os.kill(int(line), signal.SIGKILL)
+        try:
+            group.rmdir()
+        except OSError:
+            return False
+    return True
 
 
 def reset_torch_state(seed: int) -> None:
@@ -88,3 +176,13 @@ def reset_torch_state(seed: int) -> None:
 
 def hard_exit(code: int = 0) -> None:
     os._exit(code)
+
+
+def remove_stale_cgroups() -> None:
+    """Groups left by a zygote that died: remove those whose worker is gone."""
+    for base in (PIDS_CGROUP, Path("/sys/fs/cgroup")):
+        with contextlib.suppress(OSError):
+            for group in (base / "attn-kata").glob("worker-*"):
+                pid = group.name.removeprefix("worker-")
+                if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+                    remove_cgroup(int(pid))

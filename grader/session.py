@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import socket
+import tempfile
 import time
 from typing import Any
 
@@ -30,12 +32,13 @@ class Worker:
         try:
             try:
                 self.pid = zygote().spawn(child.fileno())
-            except (OSError, ValueError):  # an infrastructure hiccup: retry once on a fresh connection
-                self.pid = zygote().spawn(child.fileno())
+            except (OSError, ValueError):  # an infrastructure hiccup: retry once with a fresh zygote
+                self.pid = zygote(fresh=True).spawn(child.fileno())
         finally:
             child.close()
         self.alive = True
-        channel.send_msg(self.sock, channel.encode({}, {"units": units, "config": config}))
+        self.workdir = tempfile.mkdtemp(prefix="attn-kata-worker-")
+        channel.send_msg(self.sock, channel.encode({}, {"units": units, "config": {**config, "workdir": self.workdir}}))
 
     def _receive(self, timeout: float) -> tuple[dict[str, torch.Tensor], Any]:
         try:
@@ -77,7 +80,7 @@ class Worker:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 target()
         self.sock.close()
+        shutil.rmtree(self.workdir, ignore_errors=True)
 
     def close(self) -> None:
-        if self.alive:
-            self.kill()
+        self.kill()

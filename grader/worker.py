@@ -172,7 +172,7 @@ def serve(sock: socket.socket) -> None:
     ns, errors = load_units(units)  # type: ignore[arg-type]
     kinds = {name: ("class" if isinstance(obj, type) else "callable" if callable(obj) else type(obj).__name__)
              for name, obj in ns.items()}
-    channel.send_msg(sock, channel.encode({}, {"names": kinds, "errors": errors}))
+    channel.send_msg(sock, channel.encode({}, {"names": kinds, "errors": errors, "layers": sandbox.LAYERS}))
     while True:
         try:
             request = channel.recv_msg(sock)

@@ -50,18 +50,25 @@ def _recv_line(conn: socket.socket) -> tuple[bytes, list[int]]:
 def serve(listener: socket.socket, alive_fd: int) -> None:
     from . import (
         _preload,  # noqa: F401 - torch, worker code and the reference, once
+        sandbox,
         worker,
     )
 
     _subreaper()
     statuses: dict[int, int] = {}
     workers: set[int] = set()
+    stale_groups: set[int] = set()  # pids cgroups of finished workers, to empty and remove
+    sandbox.remove_stale_cgroups()
     sel = selectors.DefaultSelector()
     sel.register(listener, selectors.EVENT_READ, "listen")
     sel.register(alive_fd, selectors.EVENT_READ, "alive")
     while True:
         for key, _ in sel.select(timeout=0.2):
-            if key.data == "alive":  # the grader exited: so do we
+            if key.data == "alive":  # the grader exited: so do we, and so does everything we forked
+                for pid in workers | stale_groups:
+                    with contextlib.suppress(OSError):
+                        os.killpg(pid, signal.SIGKILL)
+                    sandbox.remove_cgroup(pid)
                 os._exit(0)
             if key.data == "listen":
                 conn, _ = listener.accept()
@@ -107,10 +114,15 @@ def serve(listener: socket.socket, alive_fd: int) -> None:
             if pid == 0:
                 break
             statuses[pid] = status
-            workers.discard(pid)
+            if pid in workers:
+                workers.discard(pid)
+                stale_groups.add(pid)
             if len(statuses) > 10000:
                 statuses.pop(next(iter(statuses)))
         _kill_orphans(workers)
+        for pid in list(stale_groups):
+            if sandbox.remove_cgroup(pid):
+                stale_groups.discard(pid)
 
 
 def _kill_orphans(workers: set[int]) -> None:
@@ -165,7 +177,8 @@ class Zygote:
         self.proc = subprocess.Popen(
             [sys.executable, "-I", "-c", code, str(listener.fileno()), str(alive_r)],
             pass_fds=(listener.fileno(), alive_r), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL, start_new_session=True, env=_zygote_env())
+            stderr=None if os.environ.get("ATTN_KATA_DEBUG") else subprocess.DEVNULL, start_new_session=True,
+            env=_zygote_env())
         listener.close()
         os.close(alive_r)
         self._conn: socket.socket | None = None
@@ -214,8 +227,13 @@ def _zygote_env() -> dict[str, str]:
 _ZYGOTE: Zygote | None = None
 
 
-def zygote() -> Zygote:
+def zygote(fresh: bool = False) -> Zygote:
+    """This process tree's zygote; `fresh` replaces one that stopped answering."""
     global _ZYGOTE
+    if fresh and _ZYGOTE is not None:
+        with contextlib.suppress(OSError):
+            _ZYGOTE.proc.kill()
+        _ZYGOTE = None
     if _ZYGOTE is None or _ZYGOTE.proc.poll() is not None:
         _ZYGOTE = Zygote()
     return _ZYGOTE
