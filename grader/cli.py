@@ -14,7 +14,7 @@ from .registry import STEPS, get_step
 DEFAULT_TIMEOUT = 10.0
 
 LANGS = click.Choice(["en", "zh"])
-GRADING_COMMANDS = {"check", "grade", "batch", "watch"}
+GRADING_COMMANDS = {"check", "grade", "batch", "watch", "doctor"}
 
 
 def _step_ids(values: tuple[str, ...]) -> list[str]:
@@ -96,6 +96,25 @@ def grade(obj: dict, path: Path, fmt: str, secret: str | None, steps: tuple[str,
         out.write_text(text, encoding="utf-8")
     elif text:
         click.echo(text)
+
+
+@main.command()
+def doctor() -> None:
+    """Which sandbox layers are active on this machine (each verified by an attack in a real worker)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from .doctor import diagnose
+
+    t = Table(title="worker confinement")
+    for col in ("layer", "claimed", "verified", "attack tried"):
+        t.add_column(col)
+    rows = diagnose()
+    for name, claimed, verified, attack in rows:
+        active = claimed and verified
+        t.add_row(name, "yes" if claimed else "no", "[green]active[/green]" if active else "[red]not active[/red]",
+                  attack)
+    Console().print(t)
 
 
 @main.command()
