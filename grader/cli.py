@@ -90,8 +90,14 @@ def grade(obj: dict, path: Path, fmt: str, secret: str | None, steps: tuple[str,
     """Grade one submission: a directory like exercises/, a .py file or a .ipynb notebook."""
     from . import api
 
-    text = api.grade(path=path, fmt=fmt, secret=secret, steps=_step_ids(steps) or None, timeout=timeout,
-                     lang=obj["lang"], to_terminal=out is None)
+    from .session import InfrastructureError
+
+    try:
+        text = api.grade(path=path, fmt=fmt, secret=secret, steps=_step_ids(steps) or None, timeout=timeout,
+                         lang=obj["lang"], to_terminal=out is None)
+    except InfrastructureError as exc:  # not the submission's fault: no report, never a 0
+        click.echo(f"attn-kata: grader infrastructure error, no report produced: {exc}", err=True)
+        sys.exit(3)
     if out is not None:
         out.write_text(text, encoding="utf-8")
     elif text:

@@ -18,6 +18,9 @@ from .report import CheckResult, Report, StepResult, clean
 from .runner import run_jobs
 from .session import Worker, WorkerLost
 
+# StepResult.detail says what happened: passed, wrong_answer, wrong_type, timeout, memory_limit, crashed,
+# no_result, import_error, rejected_input, not_implemented, not_started (infrastructure errors raise instead)
+DETAIL_FOR_LOSS = {"timeout": "timeout", "crashed": "crashed", "unreadable": "no_result"}
 DEFAULT_TIMEOUT = 10.0  # seconds per step, wall clock, enforced from outside the worker
 LOAD_TIMEOUT = 30.0
 
@@ -123,7 +126,7 @@ def collect(path: str | Path, *, steps: Iterable[str] | None = None, secret: str
     try:
         sub = ingest.read_submission(path)
     except ingest.SubmissionError as exc:
-        col.results = {s.id: _blank(s, "error", "unreadable", clean(str(exc)), lang) for s in step_list}
+        col.results = {s.id: _blank(s, "error", "rejected_input", clean(str(exc)), lang) for s in step_list}
         return col
     col.notes = list(sub.notes)
     col.static = static.analyse(sub)
@@ -139,7 +142,7 @@ def collect(path: str | Path, *, steps: Iterable[str] | None = None, secret: str
                     hello = worker.hello(LOAD_TIMEOUT)
                     names, errors = dict(hello.get("names") or {}), dict(hello.get("errors") or {})
                 except (WorkerLost, AttributeError, TypeError, ValueError) as exc:
-                    reason = getattr(exc, "reason", "unreadable")
+                    reason = DETAIL_FOR_LOSS.get(getattr(exc, "reason", ""), "no_result")
                     msg = f"importing the submission failed: {getattr(exc, 'detail', exc)}"
                     for s in step_list:
                         col.results.setdefault(s.id, _blank(s, "error", reason, msg, lang))
@@ -148,7 +151,7 @@ def collect(path: str | Path, *, steps: Iterable[str] | None = None, secret: str
             err = errors.get(unit) if unit else None
             if not any(n in names for n in step.names):
                 col.results[step.id] = (_blank(step, "error", "import_error", _load_error_text(err), lang) if err
-                                        else _blank(step, "not_started", "", "not started", lang))
+                                        else _blank(step, "not_started", "not_started", "not started", lang))
                 continue
             try:
                 tensors, doc = worker.ask(_request(step, plans[step.id]), timeout)
@@ -156,7 +159,7 @@ def collect(path: str | Path, *, steps: Iterable[str] | None = None, secret: str
                 msg = {"timeout": f"stopped after {timeout:g} s: is there an infinite loop?",
                        "crashed": f"the worker process died ({exc.detail})",
                        "unreadable": f"the result could not be read ({exc.detail})"}[exc.reason]
-                col.results[step.id] = _blank(step, "error", exc.reason, msg, lang)
+                col.results[step.id] = _blank(step, "error", DETAIL_FOR_LOSS[exc.reason], msg, lang)
                 continue
             cases = _parse_response(plans[step.id], tensors, doc)
             if all(r.status == "not_started" for r in cases.values()):
@@ -168,6 +171,23 @@ def collect(path: str | Path, *, steps: Iterable[str] | None = None, secret: str
         if worker is not None:
             worker.close()
     return col
+
+
+def _detail(cases: dict[str, CaseResult]) -> tuple[str, str]:
+    """Why a judged step lost points, from what its cases did (worst first)."""
+    by_status = {r.status: r for r in cases.values()}
+    if "memory" in by_status:
+        return "memory_limit", "ran out of memory"
+    if "error" in by_status:
+        r = by_status["error"]
+        if r.exception == "NoResult":
+            return "no_result", "the worker sent no result for some cases"
+        return "crashed", f"raised {r.exception}: {r.message}"
+    if "wrong_type" in by_status:
+        return "wrong_type", by_status["wrong_type"].message
+    if "missing" in by_status or "not_started" in by_status:
+        return "not_implemented", "part of this step is not written yet"
+    return "wrong_answer", ""
 
 
 def judge(collected: list[Collected], *, secret: str | None = None) -> list[Report]:
@@ -189,7 +209,9 @@ def judge(collected: list[Collected], *, secret: str | None = None) -> list[Repo
             score = sum(c.score for c in crs)
             total = sum(c.max_score for c in crs)
             status = "passed" if score == total else "failed" if score == 0 else "partial"
-            results[sid] = StepResult(sid, _step_title(BY_ID[sid], col.lang), score, total, status, crs)
+            detail, message = _detail(col.learner[sid]) if status != "passed" else ("passed", "")
+            results[sid] = StepResult(sid, _step_title(BY_ID[sid], col.lang), score, total, status, crs, detail,
+                                      message)
         reports.append(Report(col.display, [results[s.id] for s in col.step_list], notes=col.notes,
                               grader_version=grader_version()))
     return reports

@@ -17,6 +17,10 @@ from . import channel
 from .zygote import exit_status, warm_up, zygote  # noqa: F401 - warm_up is part of this API
 
 
+class InfrastructureError(Exception):
+    """The grader itself could not run a worker (after a retry): no score may be derived from this."""
+
+
 class WorkerLost(Exception):
     """The worker did not answer: `reason` is timeout, crashed, or unreadable."""
 
@@ -33,7 +37,10 @@ class Worker:
             try:
                 self.pid = zygote().spawn(child.fileno())
             except (OSError, ValueError):  # an infrastructure hiccup: retry once with a fresh zygote
-                self.pid = zygote(fresh=True).spawn(child.fileno())
+                try:
+                    self.pid = zygote(fresh=True).spawn(child.fileno())
+                except (OSError, ValueError) as exc:
+                    raise InfrastructureError(f"could not start a worker: {exc}") from None
         finally:
             child.close()
         self.alive = True

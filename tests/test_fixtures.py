@@ -93,7 +93,8 @@ def test_buggy_fixture_loses_exactly_the_expected_points(name: str) -> None:
     assert got == EXPECTED[name]
     for step in report.steps:
         if step.id not in EXPECTED[name]:
-            assert step.status == "not_started" and step.score == 0, step.id
+            assert step.status == "not_started", step.id
+            assert step.score == 0, step.id
         elif step.status == "passed":
             assert step.score == step.max_score
 
@@ -136,14 +137,17 @@ def test_correct_fixture_gets_full_marks(name: str, notebook: Path) -> None:
     for step in report.steps:
         if step.id in defined:
             failed = {c.name: c.message for c in step.checks if not c.passed}
-            assert step.status == "passed" and step.score == step.max_score, (step.id, step.status, failed)
+            assert step.status == "passed", (step.id, step.status, failed)
+            assert step.score == step.max_score, (step.id, step.score)
         else:
-            assert step.status == "not_started" and step.score == 0, (step.id, step.status)
+            assert step.status == "not_started", (step.id, step.status)
+            assert step.score == 0, step.id
 
 
 def test_notebook_magics_are_reported_not_run(notebook: Path) -> None:
     notes = " ".join(graded(str(notebook)).notes)
-    assert "%matplotlib" in notes and "!pip" in notes
+    assert "%matplotlib" in notes
+    assert "!pip" in notes
 
 
 # ---------------------------------------------------------------- the project's own trees
@@ -153,7 +157,8 @@ def test_solutions_get_full_marks() -> None:
     report = graded(str(ROOT / "solutions"))
     assert {s.id for s in report.steps} == ALL_STEPS
     for step in report.steps:
-        assert step.status == "passed" and step.score == step.max_score, (step.id, step.status)
+        assert step.status == "passed", (step.id, step.status)
+        assert step.score == step.max_score, step.id
     assert report.score == report.max_score
 
 

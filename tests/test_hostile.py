@@ -279,3 +279,34 @@ def test_same_secret_same_report_and_secret_changes_inputs(tmp_path: Path) -> No
 
     one, two = checks.plans("k1"), checks.plans("k2")
     assert not one["dot_scores"]["random"].inputs["inputs"].equal(two["dot_scores"]["random"].inputs["inputs"])
+
+
+def test_infrastructure_error_is_retried_then_raised_never_a_zero(monkeypatch: pytest.MonkeyPatch,
+                                                                  tmp_path: Path) -> None:
+    from grader import zygote
+    from grader.session import InfrastructureError
+
+    calls = []
+
+    def broken_spawn(self: object, fd: int) -> int:
+        calls.append(fd)
+        raise OSError("zygote unavailable")
+
+    monkeypatch.setattr(zygote.Zygote, "spawn", broken_spawn)
+    p = tmp_path / "ok.py"
+    p.write_text(GOOD)
+    with pytest.raises(InfrastructureError):
+        engine.grade(p, steps=["causal_mask"])
+    assert len(calls) == 2  # retried once with a fresh zygote
+
+
+def test_step_details_say_what_happened(reports: dict[str, dict]) -> None:
+    detail = {name: {s["id"]: s for s in r["steps"]}["dot_scores"]["detail"] for name, r in reports.items()}
+    assert detail["infinite_loop"] == "timeout"
+    assert detail["os_exit_in_step"] == "crashed"
+    assert detail["memory_bomb"] == "memory_limit"
+    assert detail["sys_exit_in_step"] == "crashed"
+    assert detail["not_a_tensor_eq_always_true"] == "wrong_type"
+    assert detail["monkeypatch_allclose"] == "wrong_answer"
+    assert detail["garbage_on_the_channel"] == "no_result"
+    assert detail["daemon_outlives_step"] == "passed"
