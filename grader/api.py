@@ -60,17 +60,37 @@ def _record(workspace: str | Path, report: Report) -> None:
     save_state(workspace, state)
 
 
+def _grade_pictures(path: str | Path, html: str | Path | None, pictures: bool, **kwargs):  # type: ignore[no-untyped-def]
+    """Grade; with `pictures`, also the weight matrices (grader.heatmap), and write the HTML report if asked."""
+    if not (pictures or html):
+        return grade_report(path, **kwargs), {}
+    from . import heatmap
+
+    report, mats = heatmap.grade_with_matrices(path, **kwargs)
+    if html:
+        from . import html_report
+
+        html_report.write(html, report, mats, lang=kwargs.get("lang", "en"))
+    return report, mats
+
+
 def grade(*, path: str | Path, fmt: str = "table", secret: str | None = None, steps: list[str] | None = None,
-          timeout: float = DEFAULT_TIMEOUT, lang: str = "en", to_terminal: bool = True) -> str:
-    """Grade one submission and render it; returns the text (table output goes to the console)."""
+          timeout: float = DEFAULT_TIMEOUT, lang: str = "en", to_terminal: bool = True,
+          html: str | Path | None = None) -> str:
+    """Grade one submission and render it; returns the text (table output goes to the console).
+
+    `html`: also write a self-contained HTML report there (with heatmaps of the attention weights)."""
     start = time.monotonic()
-    report = grade_report(path, steps=steps, secret=secret, timeout=timeout, lang=lang)
+    report, mats = _grade_pictures(path, html, fmt == "table" and to_terminal, steps=steps, secret=secret,
+                                   timeout=timeout, lang=lang)
     if fmt == "json":
         return reporters.to_json(report)
     if fmt == "gradescope":
         return json.dumps(reporters.gradescope(report, time.monotonic() - start), ensure_ascii=False, indent=2)
     if to_terminal:
-        reporters.table(report, Console(), lang=lang)
+        console = Console()
+        reporters.table(report, console, lang=lang)
+        _print_heatmaps(report, mats, console, lang)
         return ""
     console = Console(record=True, width=120, force_terminal=False)
     with console.capture():
@@ -78,15 +98,26 @@ def grade(*, path: str | Path, fmt: str = "table", secret: str | None = None, st
     return console.export_text()
 
 
+def _print_heatmaps(report: Report, mats: dict, console: Console, lang: str) -> None:
+    if mats and console.is_terminal:
+        from . import heatmap
+
+        heatmap.print_failing(report, mats, console, lang)
+
+
 def check(*, workspace: str | Path = "exercises", steps: list[str] | None = None, lang: str = "en",
-          timeout: float = DEFAULT_TIMEOUT) -> bool:
-    """Grade the learner's workspace, show the table, remember progress. True when all requested steps pass."""
+          timeout: float = DEFAULT_TIMEOUT, html: str | Path | None = None) -> bool:
+    """Grade the learner's workspace, show the table, remember progress. True when all requested steps pass.
+
+    `html`: also write a self-contained HTML report there (with heatmaps of the attention weights)."""
     console = Console()
     if not Path(workspace).is_dir():
-        console.print(f"[red]no workspace at {workspace}/[/red]: run from the kata's folder, or pass --path")
+        console.print(f"[red]找不到练习目录 {workspace}/[/red]：请在练习所在目录运行，或用 --path 指定" if lang == "zh"
+                      else f"[red]no workspace at {workspace}/[/red]: run from the kata's folder, or pass --path")
         return False
-    report = grade_report(workspace, steps=steps, timeout=timeout, lang=lang)
+    report, mats = _grade_pictures(workspace, html, console.is_terminal, steps=steps, timeout=timeout, lang=lang)
     reporters.table(report, console, lang=lang)
+    _print_heatmaps(report, mats, console, lang)
     _record(workspace, report)
     nxt = next((s for s in report.steps if s.status != "passed"), None)
     if nxt is not None:

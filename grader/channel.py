@@ -8,6 +8,7 @@ every tensor as an exact `torch.Tensor`, and returns the JSON only as plain cont
 from __future__ import annotations
 
 import json
+import select
 import socket
 import struct
 import time
@@ -62,17 +63,14 @@ def send_msg(sock: socket.socket, payload: bytes) -> None:
 
 
 def _recv_exact(sock: socket.socket, n: int, deadline: float | None) -> bytes:
+    # select() instead of settimeout(): the socket stays blocking, so another thread may send on it
     buf = bytearray()
     while len(buf) < n:
         if deadline is not None:
             left = deadline - time.monotonic()
-            if left <= 0:
+            if left <= 0 or not select.select([sock], [], [], left)[0]:
                 raise TimeoutError
-            sock.settimeout(left)
-        try:
-            chunk = sock.recv(min(n - len(buf), 1 << 20))
-        except TimeoutError:
-            raise TimeoutError from None
+        chunk = sock.recv(min(n - len(buf), 1 << 20))
         if not chunk:
             raise EOFError
         buf += chunk

@@ -53,12 +53,17 @@ def list_cmd(obj: dict, workspace: str) -> None:
 @click.argument("steps", nargs=-1)
 @click.option("--path", "workspace", default="exercises", show_default=True, help="Your workspace.")
 @click.option("--timeout", default=DEFAULT_TIMEOUT, show_default=True, help="Seconds allowed per step.")
+@click.option("--html", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              help="Also write a self-contained HTML report (heatmaps of the attention weights).")
 @click.pass_obj
-def check(obj: dict, steps: tuple[str, ...], workspace: str, timeout: float) -> None:
+def check(obj: dict, steps: tuple[str, ...], workspace: str, timeout: float, html: Path | None) -> None:
     """Grade your workspace; exit 0 only when every requested step passes."""
     from . import api
 
-    ok = api.check(workspace=workspace, steps=_step_ids(steps) or None, lang=obj["lang"], timeout=timeout)
+    ok = api.check(workspace=workspace, steps=_step_ids(steps) or None, lang=obj["lang"], timeout=timeout,
+                   html=html)
+    if html is not None and html.exists():
+        click.echo(f"HTML report: {html}", err=True)
     sys.exit(0 if ok else 1)
 
 
@@ -84,17 +89,18 @@ def hint(obj: dict, step: str, workspace: str, show_all: bool) -> None:
 @click.option("--timeout", default=DEFAULT_TIMEOUT, show_default=True, help="Seconds allowed per step.")
 @click.option("--out", type=click.Path(path_type=Path), default=None,
               help="Write the report here instead of stdout (gradescope: results.json).")
+@click.option("--html", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              help="Also write a self-contained HTML report (heatmaps of the attention weights).")
 @click.pass_obj
 def grade(obj: dict, path: Path, fmt: str, secret: str | None, steps: tuple[str, ...], timeout: float,
-          out: Path | None) -> None:
+          out: Path | None, html: Path | None) -> None:
     """Grade one submission: a directory like exercises/, a .py file or a .ipynb notebook."""
     from . import api
-
     from .session import InfrastructureError
 
     try:
         text = api.grade(path=path, fmt=fmt, secret=secret, steps=_step_ids(steps) or None, timeout=timeout,
-                         lang=obj["lang"], to_terminal=out is None)
+                         lang=obj["lang"], to_terminal=out is None, html=html)
     except InfrastructureError as exc:  # not the submission's fault: no report, never a 0
         click.echo(f"attn-kata: grader infrastructure error, no report produced: {exc}", err=True)
         sys.exit(3)
@@ -102,6 +108,44 @@ def grade(obj: dict, path: Path, fmt: str, secret: str | None, steps: tuple[str,
         out.write_text(text, encoding="utf-8")
     elif text:
         click.echo(text)
+    if html is not None:
+        click.echo(f"HTML report: {html}", err=True)
+
+
+@main.command()
+@click.argument("step", required=False)
+@click.option("--path", "workspace", default="exercises", show_default=True, help="Your workspace.")
+@click.option("--timeout", default=DEFAULT_TIMEOUT, show_default=True, help="Seconds allowed per step.")
+@click.pass_obj
+def watch(obj: dict, step: str | None, workspace: str, timeout: float) -> None:
+    """Re-grade the current step each time you save; `n` + Enter moves on, `q` quits."""
+    from .watch import watch as run_watch
+
+    sys.exit(run_watch(workspace=workspace, start=_step_ids((step,))[0] if step else None, lang=obj["lang"],
+                       timeout=timeout))
+
+
+@main.command()
+@click.argument("step")
+@click.option("--path", "workspace", default="exercises", show_default=True, help="Your workspace.")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+@click.pass_obj
+def reset(obj: dict, step: str, workspace: str, yes: bool) -> None:
+    """Put the stub of STEP back in your workspace (your version is kept in .attn-kata/backup/)."""
+    from .watch import reset_step
+
+    sys.exit(reset_step(step=_step_ids((step,))[0], workspace=workspace, lang=obj["lang"], yes=yes))
+
+
+@main.command()
+@click.argument("step")
+@click.option("--path", "workspace", default="exercises", show_default=True, help="Your workspace.")
+@click.pass_obj
+def solution(obj: dict, step: str, workspace: str) -> None:
+    """Show the reference solution of STEP, once you have passed it."""
+    from .watch import show_solution
+
+    sys.exit(show_solution(step=_step_ids((step,))[0], workspace=workspace, lang=obj["lang"]))
 
 
 @main.command()

@@ -53,6 +53,13 @@ def prepared(secret: str) -> tuple[dict[str, dict[str, Case]], dict[str, dict[st
     return plans, results
 
 
+@functools.lru_cache(maxsize=8)
+def prepared_requests(secret: str) -> dict[str, bytes]:
+    """Each step's request to a worker, encoded once per secret."""
+    plans, _ = prepared(secret)
+    return {s.id: _request(s, plans[s.id]) for s in STEPS}
+
+
 def _as_doc(name: str, case: Case) -> dict[str, Any]:
     return {"name": name, "probe": case.probe, "params": case.params, "seed": case.seed}
 
@@ -131,44 +138,49 @@ def collect(path: str | Path, *, steps: Iterable[str] | None = None, secret: str
     col.notes = list(sub.notes)
     col.static = static.analyse(sub)
     units = [(u.module, u.label, u.source) for u in sub.units]
-    names: dict[str, str] = {}
-    errors: dict[str, Any] = {}
-    worker: Worker | None = None
-    try:
-        for step in step_list:
-            if worker is None or not worker.alive:
-                worker = Worker(units, config or {})
-                try:
-                    hello = worker.hello(LOAD_TIMEOUT)
-                    names, errors = dict(hello.get("names") or {}), dict(hello.get("errors") or {})
-                except (WorkerLost, AttributeError, TypeError, ValueError) as exc:
-                    reason = DETAIL_FOR_LOSS.get(getattr(exc, "reason", ""), "no_result")
-                    msg = f"importing the submission failed: {getattr(exc, 'detail', exc)}"
-                    for s in step_list:
-                        col.results.setdefault(s.id, _blank(s, "error", reason, msg, lang))
-                    break
-            unit = sub.unit_for(step.file)
-            err = errors.get(unit) if unit else None
-            if not any(n in names for n in step.names):
-                col.results[step.id] = (_blank(step, "error", "import_error", _load_error_text(err), lang) if err
-                                        else _blank(step, "not_started", "not_started", "not started", lang))
-                continue
+    requests = prepared_requests(resolve_secret(secret))
+    todo = list(step_list)
+    while todo:  # one worker per pass; a step that kills it is recorded and the next pass starts after it
+        worker = Worker(units, config or {})
+        try:
             try:
-                tensors, doc = worker.ask(_request(step, plans[step.id]), timeout)
-            except WorkerLost as exc:
-                msg = {"timeout": f"stopped after {timeout:g} s: is there an infinite loop?",
-                       "crashed": f"the worker process died ({exc.detail})",
-                       "unreadable": f"the result could not be read ({exc.detail})"}[exc.reason]
-                col.results[step.id] = _blank(step, "error", DETAIL_FOR_LOSS[exc.reason], msg, lang)
-                continue
-            cases = _parse_response(plans[step.id], tensors, doc)
-            if all(r.status == "not_started" for r in cases.values()):
-                col.results[step.id] = _blank(step, "not_started", "not_implemented", "raises NotImplementedError",
-                                              lang)
-            else:
-                col.learner[step.id] = cases
-    finally:
-        if worker is not None:
+                hello = worker.hello(LOAD_TIMEOUT)
+                names, errors = dict(hello.get("names") or {}), dict(hello.get("errors") or {})
+            except (WorkerLost, AttributeError, TypeError, ValueError) as exc:
+                reason = DETAIL_FOR_LOSS.get(getattr(exc, "reason", ""), "no_result")
+                msg = f"importing the submission failed: {getattr(exc, 'detail', exc)}"
+                for s in todo:
+                    col.results.setdefault(s.id, _blank(s, "error", reason, msg, lang))
+                break
+            asked = []
+            for step in todo:
+                unit = sub.unit_for(step.file)
+                err = errors.get(unit) if unit else None
+                if any(n in names for n in step.names):
+                    asked.append(step)
+                elif err:
+                    col.results[step.id] = _blank(step, "error", "import_error", _load_error_text(err), lang)
+                else:
+                    col.results[step.id] = _blank(step, "not_started", "not_started", "not started", lang)
+            todo = []
+            worker.send_all([requests[s.id] for s in asked])  # answers stream back, one per step
+            for i, step in enumerate(asked):
+                try:
+                    tensors, doc = worker.receive(timeout)
+                except WorkerLost as exc:
+                    msg = {"timeout": f"stopped after {timeout:g} s: is there an infinite loop?",
+                           "crashed": f"the worker process died ({exc.detail})",
+                           "unreadable": f"the result could not be read ({exc.detail})"}[exc.reason]
+                    col.results[step.id] = _blank(step, "error", DETAIL_FOR_LOSS[exc.reason], msg, lang)
+                    todo = asked[i + 1:]
+                    break
+                cases = _parse_response(plans[step.id], tensors, doc)
+                if all(r.status == "not_started" for r in cases.values()):
+                    col.results[step.id] = _blank(step, "not_started", "not_implemented",
+                                                  "raises NotImplementedError", lang)
+                else:
+                    col.learner[step.id] = cases
+        finally:
             worker.close()
     return col
 
@@ -198,7 +210,12 @@ def judge(collected: list[Collected], *, secret: str | None = None) -> list[Repo
         for sid, cases in col.learner.items():
             outcome = Outcome(sid, plans[sid], cases, ref_results[sid], col.static)
             jobs.append((f"{i}::{sid}", checks.CHECKS[sid], outcome))
-    verdicts = run_jobs(jobs)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # the checks touch small tensors: threads cost more than they bring
+    try:
+        verdicts = run_jobs(jobs)
+    finally:
+        torch.set_num_threads(threads)
     reports = []
     for i, col in enumerate(collected):
         results = dict(col.results)

@@ -74,7 +74,7 @@ def run_jobs(jobs: list[Job]) -> dict[str, dict[str, tuple[bool, str]]]:
         return {}
     plugin = KataPlugin(jobs)
     args = [str(CHECKS_DIR / "_entry.py"), "-c", str(CHECKS_DIR / "pytest.ini"), "--rootdir", str(CHECKS_DIR),
-            "-p", "no:terminal", "-W", "ignore"]
+            "-p", "no:terminal"]
     with _isolated_env(), contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         pytest.main(args, plugins=[plugin])
     for key, specs, _ in jobs:  # a check pytest never ran (collection trouble) counts as failed, visibly

@@ -8,6 +8,7 @@ import shutil
 import signal
 import socket
 import tempfile
+import threading
 import time
 from typing import Any
 
@@ -68,6 +69,20 @@ class Worker:
                 return exit_status(raw)
             time.sleep(0.05)
         return "exited"
+
+    def send_all(self, requests: list[bytes]) -> None:
+        """Queue every request at once from a thread, so the worker never waits for us between steps
+        (and neither side can block the other on full socket buffers)."""
+
+        def pump() -> None:
+            with contextlib.suppress(OSError):
+                for r in requests:
+                    channel.send_msg(self.sock, r)
+
+        threading.Thread(target=pump, daemon=True).start()
+
+    def receive(self, timeout: float) -> tuple[dict[str, torch.Tensor], Any]:
+        return self._receive(timeout)
 
     def hello(self, timeout: float) -> Any:
         return self._receive(timeout)[1]

@@ -10,6 +10,7 @@ import contextlib
 import importlib.abc
 import importlib.util
 import linecache
+import resource
 import socket
 import sys
 import time
@@ -24,6 +25,7 @@ from . import channel, probes, reference, sandbox
 from .registry import ALL_NAMES
 
 MAX_MESSAGE = 500
+_ABSENT = object()
 MAX_RESULT_ELEMENTS = 4_000_000  # per case; honest answers are a few thousand
 
 
@@ -106,14 +108,17 @@ def substituted(ns: dict[str, Any], names: tuple[str, ...], uses: list[str]) -> 
         for name in names:
             obj = ns.get(name)
             mod = sys.modules.get(getattr(obj, "__module__", "") or "")
-            if mod is not None and use in vars(mod):
-                saved.append((vars(mod), use, vars(mod)[use]))
+            if mod is not None:  # also where the learner never defined it (a wrapper-only file)
+                saved.append((vars(mod), use, vars(mod).get(use, _ABSENT)))
                 vars(mod)[use] = ref[use]
     try:
         yield view
     finally:
         for globs, use, old in reversed(saved):
-            globs[use] = old
+            if old is _ABSENT:
+                globs.pop(use, None)
+            else:
+                globs[use] = old
 
 
 def _plain(value: Any) -> Any:
@@ -197,7 +202,8 @@ def serve(sock: socket.socket) -> None:
                     exhausted = report[cname]
                 out.update({f"{cname}/{k}": v for k, v in outputs.items()})
         sandbox.reset_torch_state(0)
-        channel.send_msg(sock, channel.encode(out, {"cases": report}))
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        channel.send_msg(sock, channel.encode(out, {"cases": report, "cpu": usage.ru_utime + usage.ru_stime}))
 
 
 def entry(fd: int) -> None:

@@ -73,6 +73,7 @@ def notebook(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_expected_table_matches_the_fixtures() -> None:
+    checks.load_all()
     assert sorted(EXPECTED) == BUGGY_NAMES
     for name, steps in EXPECTED.items():
         assert steps, f"{name}: no step expected"

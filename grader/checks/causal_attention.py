@@ -12,7 +12,8 @@ CLS = "CausalAttention"
 DIMS = ("batch", "num_tokens", "d_out")
 
 
-def plan(g: Gen, cls: str, prefix: str, extra_ctor: dict, n_heads: int = 1) -> dict[str, Case]:
+def plan(g: Gen, cls: str, prefix: str, extra_ctor: dict, n_heads: int = 1, single_head_only: bool = True
+         ) -> dict[str, Case]:
     """Cases shared with the multi-head wrapper (step 10)."""
     d_in, ctx = g.int(3, 5), g.int(6, 8)
     d_out = d_in + g.int(1, 2)
@@ -25,12 +26,15 @@ def plan(g: Gen, cls: str, prefix: str, extra_ctor: dict, n_heads: int = 1) -> d
     cut = ctx // 2
     perturbed = x.clone()
     perturbed[:, cut:] = g.randn(2, ctx - cut, d_in)
-    return {
+    cases = {
         "fwd": module(cls, g, ctor, shapes, x, grad_out=(2, ctx, out)),
         "short": module(cls, g, ctor, shapes, g.randn(3, ctx - 3, d_in)),
         "leak": module(cls, g, ctor, shapes, x, extra={"perturbed": perturbed}),
         "eval_dropout": module(cls, g, {**ctor, "dropout": 0.5}, shapes, x),
     }
+    if not single_head_only:  # the wrapper's heads are the reference's: masking and dropout are tested in step 9
+        del cases["leak"], cases["eval_dropout"]
+    return cases
 
 
 @cases(STEP)

@@ -14,8 +14,8 @@ FN = "dropout_attention"
 @cases(STEP)
 def _(g: Gen) -> dict[str, Case]:
     return {
-        "half": call(FN, g, consts=[0.5, True], repeat=2, attn_weights=g.rand(1, 256, 256) + 0.1),
-        "fifth": call(FN, g, consts=[0.2, True], attn_weights=g.rand(128, 128) + 0.1),
+        "half": call(FN, g, consts=[0.5, True], repeat=2, attn_weights=g.rand(1, 128, 128) + 0.1),
+        "fifth": call(FN, g, consts=[0.2, True], attn_weights=g.rand(96, 96) + 0.1),
         "eval": call(FN, g, consts=[0.5, False], attn_weights=g.rand(6, 6) + 0.1),
         "p0": call(FN, g, consts=[0.0, True], attn_weights=g.rand(6, 6) + 0.1),
     }

@@ -15,7 +15,7 @@ DIMS = ("batch", "num_tokens", "num_heads * d_out")
 
 @cases(STEP)
 def _(g: Gen) -> dict[str, Case]:
-    c = plan(g, CLS, "heads.{h}.", {"num_heads": 3}, n_heads=3)
+    c = plan(g, CLS, "heads.{h}.", {"num_heads": 3}, n_heads=3, single_head_only=False)
     d_in, d_out = 3, 4
     c["one"] = module(CLS, g, {"d_in": d_in, "d_out": d_out, "context_length": 5, "dropout": 0.0, "num_heads": 1},
                       linear_shapes("heads.0.", d_in, d_out), g.randn(2, 5, d_in))

@@ -1,0 +1,441 @@
+"""The learner's loop: `attn-kata watch` (re-grade the current step on save), `reset` and `solution`.
+
+`watch` keeps one process warm: torch imported, the reference's results computed once
+(`engine.prepared`), the zygote started by the CLI; each save grades only the current step in a
+fresh worker forked from the zygote, so feedback comes a fraction of a second after the save.
+Files are polled (mtime, size, inode every 0.1 s); stdin is read with select() in the same
+loop, so typing `n` + Enter never blocks the watching.
+"""
+
+from __future__ import annotations
+
+import ast
+import gc
+import os
+import select
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import IO, Any
+
+from rich.console import Console
+
+from .engine import DEFAULT_TIMEOUT
+from .registry import BY_ID, STEPS, Step
+
+POLL = 0.1
+WATCHED = (".py", ".ipynb")
+STUB_LINE = "raise NotImplementedError  # your code here"
+ROOT = Path(__file__).resolve().parent.parent
+
+TEXT: dict[str, tuple[str, str]] = {
+    "watching": ("watching {ws}/ · save a file to re-grade", "正在监视 {ws}/ · 保存文件即重新评分"),
+    "step": ("step {n}/{total}: {title} (§{section})", "步骤 {n}/{total}：{title}（§{section}）"),
+    "edit": ("edit {path}", "编辑 {path}"),
+    "keys": ("n + Enter: next step · p: previous · h: hint · Enter: re-grade · q: quit",
+             "n + 回车：下一步 · p：上一步 · h：提示 · 回车：重新评分 · q：退出"),
+    "graded": ("graded in {s:.2f} s at {when}", "评分用时 {s:.2f} 秒（{when}）"),
+    "grading": ("grading {step}…", "正在评分 {step}…"),
+    "passed": ("✓ {step} passed! press n + Enter for the next step ({nxt})",
+               "✓ {step} 已通过！按 n + 回车进入下一步（{nxt}）"),
+    "passed_last": ("✓ {step} passed! that was the last step", "✓ {step} 已通过！这是最后一步"),
+    "all_done": ("all {total} steps passed: well done!", "全部 {total} 个步骤已通过，太棒了！"),
+    "unlocked": ("the reference solution is unlocked: `attn-kata solution {step}`",
+                 "参考答案已解锁：`attn-kata solution {step}`"),
+    "not_yet": ("keep going: save {path} to re-grade · stuck? h + Enter for a hint",
+                "继续加油：保存 {path} 即重新评分 · 卡住了？输入 h + 回车查看提示"),
+    "last": ("this is the last step", "这已经是最后一步"),
+    "first": ("this is the first step", "这已经是第一步"),
+    "error": ("the grader failed: {err}", "评分器出错：{err}"),
+    "bye": ("bye: your progress is kept in {ws}/.attn-kata/", "再见：进度保存在 {ws}/.attn-kata/"),
+    "no_ws": ("no workspace at {ws}/: run from the kata's folder, or pass --path",
+              "找不到练习目录 {ws}/：请在练习所在目录运行，或用 --path 指定"),
+    "unknown": ("unknown command {cmd!r}", "未知命令 {cmd!r}"),
+    "reset_ask": ("replace {path} with the empty stub? your version is kept in {backup}",
+                  "用空白模板替换 {path}？你的版本会保存到 {backup}"),
+    "reset_done": ("{path} is the stub again (from {source})", "{path} 已恢复为空白模板（来源：{source}）"),
+    "reset_kept": ("your version: {backup}", "你原来的版本：{backup}"),
+    "reset_none": ("no stub found for {step}", "找不到 {step} 的空白模板"),
+    "reset_cancel": ("nothing changed", "未做任何修改"),
+    "locked": ("the solution of {step} unlocks once the step passes (now: {status}); "
+               "`attn-kata check {step}` or `attn-kata watch`, and `attn-kata hint {step}` when stuck",
+               "{step} 的参考答案在该步骤通过后解锁（当前：{status}）；运行 `attn-kata check {step}` 或 "
+               "`attn-kata watch`，卡住时运行 `attn-kata hint {step}`"),
+    "never": ("not graded yet", "尚未评分"),
+    "no_solution": ("no solution file for {step} at {path}", "在 {path} 找不到 {step} 的参考答案"),
+}
+
+
+def _t(key: str, lang: str, **kw: Any) -> str:
+    en, zh = TEXT[key]
+    return (zh if lang == "zh" else en).format(**kw)
+
+
+def _title(step: Step, lang: str) -> str:
+    return step.title_zh if lang == "zh" else step.title
+
+
+# --- watching -----------------------------------------------------------------------------------------
+
+
+def snapshot(workspace: Path) -> dict[str, tuple[int, int, int]]:
+    """path -> (mtime_ns, size, inode) of every .py / .ipynb in the workspace (editors that save by
+    renaming a temporary file change the inode)."""
+    out: dict[str, tuple[int, int, int]] = {}
+    for root, dirs, files in os.walk(workspace):
+        dirs[:] = [d for d in dirs if not d.startswith(".") and d != "__pycache__"]
+        for f in files:
+            if f.endswith(WATCHED) and not f.startswith("."):
+                p = os.path.join(root, f)
+                try:
+                    st = os.stat(p)
+                except OSError:
+                    continue
+                out[p] = (st.st_mtime_ns, st.st_size, st.st_ino)
+    return out
+
+
+def progress_bar(passed: int, total: int) -> str:
+    return f"[{'#' * passed}{'-' * (total - passed)}] {passed}/{total}"
+
+
+def first_open_step(workspace: Path) -> Step:
+    from .api import load_state
+
+    progress = load_state(workspace).get("progress", {})
+    return next((s for s in STEPS if progress.get(s.id, {}).get("status") != "passed"), STEPS[0])
+
+
+class Watcher:
+    def __init__(self, workspace: str | Path = "exercises", start: str | None = None, lang: str = "en",
+                 timeout: float = DEFAULT_TIMEOUT, secret: str | None = None, console: Console | None = None,
+                 stdin: IO[str] | None = None, poll: float = POLL):
+        self.ws = Path(workspace)
+        self.lang = lang
+        self.timeout = timeout
+        self.secret = secret
+        self.console = console or Console()
+        self.stdin = stdin if stdin is not None else sys.stdin
+        self.poll = poll
+        self.index = STEPS.index(BY_ID[start]) if start else STEPS.index(first_open_step(self.ws))
+        self.frozen = False
+
+    @property
+    def step(self) -> Step:
+        return STEPS[self.index]
+
+    def say(self, key: str, style: str = "", **kw: Any) -> None:
+        text = _t(key, self.lang, **kw)
+        self.console.print(text, style=style or None, markup=False, highlight=False)
+
+    # one grading round: the current step only
+    def grade(self) -> None:
+        from . import api, heatmap, reporters
+
+        step = self.step
+        start = time.monotonic()
+        try:
+            report, mats = heatmap.grade_with_matrices(self.ws, steps=[step.id], timeout=self.timeout,
+                                                       lang=self.lang, secret=self.secret)
+        except Exception as exc:  # the grader's own trouble (never the submission's): say so, keep watching
+            self.say("error", "red", err=f"{type(exc).__name__}: {exc}")
+            return
+        elapsed = time.monotonic() - start
+        api._record(self.ws, report)
+        result = report.steps[0]
+        if result.status == "passed":
+            self._remember_solved(step.id)
+        state = api.load_state(self.ws)
+        passed = sum(1 for s in STEPS if state.get("progress", {}).get(s.id, {}).get("status") == "passed")
+        c = self.console
+        if c.is_terminal:
+            c.clear()
+        c.print(f"[bold]attn-kata watch[/bold]  {progress_bar(passed, len(STEPS))}", highlight=False)
+        self.say("watching", "dim", ws=self.ws)
+        self.say("step", "bold", n=step.number, total=len(STEPS), title=_title(step, self.lang),
+                 section=step.section)
+        reporters.table(report, c, lang=self.lang)
+        if result.status in ("failed", "partial"):
+            heatmap.print_failing(report, mats, c, self.lang)
+        path = self.ws / step.file
+        if result.status == "passed":
+            if self.index + 1 < len(STEPS):
+                self.say("passed", "bold green", step=step.id, nxt=STEPS[self.index + 1].id)
+            else:
+                self.say("passed_last", "bold green", step=step.id)
+            if passed == len(STEPS):
+                self.say("all_done", "bold green", total=len(STEPS))
+            self.say("unlocked", "dim", step=step.id)
+        else:
+            self.say("not_yet", "", path=path)
+        self.say("graded", "dim", s=elapsed, when=time.strftime("%H:%M:%S"))
+        self.say("keys", "dim")
+        if not self.frozen:  # everything loaded so far lives on: keep it out of pytest's gc.collect()
+            gc.collect()
+            gc.freeze()
+            self.frozen = True
+
+    def _remember_solved(self, step_id: str) -> None:
+        from .api import load_state, save_state
+
+        state = load_state(self.ws)
+        solved = state.setdefault("solved", [])
+        if step_id not in solved:
+            solved.append(step_id)
+            save_state(self.ws, state)
+
+    def command(self, line: str) -> bool:
+        """Act on one line typed by the learner; False to quit."""
+        cmd = line.strip().lower()
+        if cmd in ("q", "quit", "exit", "退出"):
+            return False
+        if cmd in ("n", "next", "下一步"):
+            if self.index + 1 < len(STEPS):
+                self.index += 1
+                self.say("grading", "dim", step=self.step.id)
+                self.grade()
+            else:
+                self.say("last", "yellow")
+        elif cmd in ("p", "prev", "previous", "上一步"):
+            if self.index > 0:
+                self.index -= 1
+                self.say("grading", "dim", step=self.step.id)
+                self.grade()
+            else:
+                self.say("first", "yellow")
+        elif cmd in ("h", "hint", "提示"):
+            from .api import hint
+
+            hint(step=self.step.id, workspace=self.ws, lang=self.lang)
+        elif cmd in ("", "r", "regrade"):
+            self.grade()
+        else:
+            self.say("unknown", "yellow", cmd=cmd)
+            self.say("keys", "dim")
+        return True
+
+    def _changed(self, before: dict[str, tuple[int, int, int]]) -> dict[str, tuple[int, int, int]] | None:
+        now = snapshot(self.ws)
+        if now == before:
+            return None
+        for _ in range(5):  # let a save that writes in several steps finish
+            time.sleep(0.02)
+            later = snapshot(self.ws)
+            if later == now:
+                break
+            now = later
+        return now
+
+    def run(self) -> int:
+        if not self.ws.is_dir():
+            self.say("no_ws", "red", ws=self.ws)
+            return 2
+        from . import engine
+
+        engine.prepared(engine.resolve_secret(self.secret))  # the reference's results, once
+        seen = snapshot(self.ws)
+        self.grade()
+        fd = self._stdin_fd()
+        pending = b""
+        try:
+            while True:
+                if fd is not None:
+                    ready, _, _ = select.select([fd], [], [], self.poll)
+                    if ready:
+                        data = os.read(fd, 4096)  # not readline(): it would buffer lines select() cannot see
+                        if not data:  # EOF: keep watching, stop listening
+                            fd = None
+                            data = b"\n" if pending else b""
+                        pending += data
+                        *lines, pending = pending.split(b"\n")
+                        if not all(self.command(ln.decode("utf-8", "replace")) for ln in lines):
+                            break
+                else:
+                    time.sleep(self.poll)
+                now = self._changed(seen)
+                if now is not None:
+                    seen = now
+                    self.grade()
+        except KeyboardInterrupt:
+            pass
+        self.say("bye", "dim", ws=self.ws)
+        return 0
+
+    def _stdin_fd(self) -> int | None:
+        try:
+            return None if self.stdin.closed else self.stdin.fileno()
+        except (AttributeError, OSError, ValueError):
+            return None
+
+
+def watch(*, workspace: str | Path = "exercises", start: str | None = None, lang: str = "en",
+          timeout: float = DEFAULT_TIMEOUT, secret: str | None = None) -> int:
+    """`attn-kata watch`: returns the exit status."""
+    return Watcher(workspace, start, lang, timeout, secret).run()
+
+
+# --- reset ----------------------------------------------------------------------------------------------
+
+
+def stub_from_solution(source: str) -> str:
+    """The exercise stub for a solution file: each function body (after its docstring) becomes
+    `raise NotImplementedError  # your code here`, as the stubs in exercises/ are made."""
+    tree = ast.parse(source)
+    spans: list[tuple[int, int, int]] = []
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        body = node.body
+        first = 1 if (body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+                      and isinstance(body[0].value.value, str)) else 0
+        if first >= len(body):
+            continue
+        stmt = body[first]
+        start = min([stmt.lineno, *(d.lineno for d in getattr(stmt, "decorator_list", []))])
+        spans.append((start, node.end_lineno or stmt.end_lineno or start, stmt.col_offset))
+    # nested functions are inside their parent's span: keep the outermost
+    spans.sort()
+    outer: list[tuple[int, int, int]] = []
+    for span in spans:
+        if outer and span[0] <= outer[-1][1]:
+            continue
+        outer.append(span)
+    lines = source.splitlines(keepends=True)
+    for start, end, col in reversed(outer):
+        lines[start - 1:end] = [" " * col + STUB_LINE + "\n"]
+    return "".join(lines)
+
+
+def _is_stub(text: str) -> bool:
+    return "raise NotImplementedError" in text
+
+
+def _git_stub(target: Path) -> str | None:
+    git = shutil.which("git")
+    if git is None:
+        return None
+    where, name = str(target.parent), f"./{target.name}"
+
+    def run(*args: str) -> str | None:
+        try:
+            done = subprocess.run([git, "-C", where, *args], capture_output=True, text=True, timeout=10)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return done.stdout if done.returncode == 0 else None
+
+    head = run("show", f"HEAD:{name}")
+    if head is not None and _is_stub(head):
+        return head
+    added = (run("log", "--diff-filter=A", "--format=%H", "-1", "--", target.name) or "").strip()
+    if added:
+        first = run("show", f"{added}:{name}")
+        if first is not None and _is_stub(first):
+            return first
+    return None
+
+
+def stub_source(step: Step, target: Path) -> tuple[str, str] | None:
+    """The pristine stub for `step` and where it came from: the kata's exercises/, git, or made from
+    the solution."""
+    repo_stub = ROOT / "exercises" / step.file
+    try:
+        same = target.exists() and repo_stub.exists() and repo_stub.resolve() == target.resolve()
+        if repo_stub.is_file() and not same:
+            text = repo_stub.read_text(encoding="utf-8")
+            if _is_stub(text):
+                return text, str(repo_stub)
+    except OSError:
+        pass
+    text = _git_stub(target)
+    if text is not None:
+        return text, "git"
+    from .reference import solutions_dir
+
+    sol = solutions_dir() / step.file
+    try:
+        return stub_from_solution(sol.read_text(encoding="utf-8")), f"{sol} (made from the solution)"
+    except (OSError, SyntaxError):
+        return None
+
+
+def reset_step(*, step: str, workspace: str | Path = "exercises", lang: str = "en", yes: bool = False) -> int:
+    """`attn-kata reset STEP`: put the stub back (after asking); the learner's file goes to .attn-kata/backup/."""
+    import click
+
+    from .api import STATE_DIR, load_state, save_state
+
+    s = BY_ID[step]
+    ws = Path(workspace)
+    target = ws / s.file
+    console = Console()
+    found = stub_source(s, target)
+    if found is None:
+        console.print(_t("reset_none", lang, step=s.id), style="red", markup=False)
+        return 1
+    text, source = found
+    backup = ws / STATE_DIR / "backup" / f"{s.id}-{time.strftime('%Y%m%d-%H%M%S')}.py"
+    if target.exists() and not yes and not click.confirm(_t("reset_ask", lang, path=target, backup=backup),
+                                                         default=False):
+        console.print(_t("reset_cancel", lang), markup=False)
+        return 1
+    if target.exists():
+        backup.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(target, backup)
+    ws.mkdir(parents=True, exist_ok=True)
+    target.write_text(text, encoding="utf-8")
+    state = load_state(ws)
+    progress = state.setdefault("progress", {})
+    if progress.get(s.id, {}).get("status") == "passed":
+        solved = state.setdefault("solved", [])
+        if s.id not in solved:
+            solved.append(s.id)  # the solution stays unlocked
+    if s.id in progress:
+        progress[s.id] = {**progress[s.id], "status": "not_started", "score": 0}
+    save_state(ws, state)
+    console.print(_t("reset_done", lang, path=target, source=source), style="green", markup=False,
+                  highlight=False)
+    if target.exists() and backup.exists():
+        console.print(_t("reset_kept", lang, backup=backup), style="dim", markup=False, highlight=False)
+    return 0
+
+
+# --- solution -------------------------------------------------------------------------------------------
+
+
+def solution_unlocked(step_id: str, workspace: str | Path) -> tuple[bool, str]:
+    from .api import load_state
+
+    state = load_state(workspace)
+    status = state.get("progress", {}).get(step_id, {}).get("status")
+    return status == "passed" or step_id in state.get("solved", []), status or ""
+
+
+def show_solution(*, step: str, workspace: str | Path = "exercises", lang: str = "en") -> int:
+    """`attn-kata solution STEP`: print solutions/<id>.py once the step has passed."""
+    from .reference import solutions_dir
+    from .reporters import STATUS_ZH
+
+    s = BY_ID[step]
+    console = Console()
+    ok, status = solution_unlocked(s.id, workspace)
+    if not ok:
+        shown = (STATUS_ZH.get(status, status) if lang == "zh" else status.replace("_", " ")) if status else \
+            _t("never", lang)
+        console.print(_t("locked", lang, step=s.id, status=shown), style="yellow", markup=False, highlight=False)
+        return 1
+    path = solutions_dir() / s.file
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        console.print(_t("no_solution", lang, step=s.id, path=path), style="red", markup=False)
+        return 1
+    if console.is_terminal:
+        from rich.syntax import Syntax
+
+        console.print(f"[bold]{s.number}. {_title(s, lang)}[/bold] (§{s.section}) — {path}", highlight=False)
+        console.print(Syntax(text, "python", line_numbers=True))
+    else:
+        sys.stdout.write(text)
+    return 0
