@@ -97,7 +97,7 @@ def _structure(module: nn.Module) -> dict[str, Any]:
 
 def _build(ns: Mapping[str, Any], cls: str, ctor: dict[str, Any], seed: int | None) -> nn.Module:
     if seed is not None:
-        torch.manual_seed(seed)
+        torch.default_generator.manual_seed(seed)  # = torch.manual_seed on the CPU, without CUDA set-up
     module = ns[cls](**ctor)
     if not isinstance(module, nn.Module):
         raise WrongType(f"{cls}(...) built a {type(module).__name__}, expected an nn.Module")

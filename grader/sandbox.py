@@ -171,7 +171,7 @@ def reset_torch_state(seed: int) -> None:
     """Undo what learner code may have changed in torch's global defaults, then seed its RNG."""
     torch.set_default_dtype(torch.float32)
     torch.set_grad_enabled(True)
-    torch.manual_seed(seed)
+    torch.default_generator.manual_seed(seed)  # CPU only: torch.manual_seed also queues CUDA work
 
 
 def hard_exit(code: int = 0) -> None:
