@@ -29,6 +29,8 @@ import traceback
 import zipfile
 from collections import Counter
 from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -521,25 +523,39 @@ def run_batch(*, directory: str | Path, out: str | Path, jobs: int | None = None
         _GRADE_ARGS.update(secret=secret, timeout=timeout if timeout is not None else engine.DEFAULT_TIMEOUT,
                            lang=lang)
         ctx = multiprocessing.get_context("fork")
-        pool = ctx.Pool(min(jobs, len(work)), initializer=_child_init)
-        try:
-            for i, report, err, secs in pool.imap_unordered(_grade_one, work, chunksize=1):
-                group = groups[i]
-                if report is None:
-                    for e in group:
-                        failures[e.slug] = f"internal error: {err.splitlines()[0] if err else 'unknown'}"
-                else:
-                    index.put(group[0], version, shash, report, secs)
-                    for e in group:
-                        _write_report(out, e, report)
-                if progress:
-                    progress(len(group))
-            pool.close()
-        except BaseException:
-            pool.terminate()
-            raise
-        finally:
-            pool.join()
+        pending = dict(work)
+        for attempt in range(2):  # a grading child that dies (OOM killer…) breaks the pool: retry the rest once
+            if not pending:
+                break
+            pool = ProcessPoolExecutor(min(jobs, len(pending)), mp_context=ctx, initializer=_child_init)
+            try:
+                futures = [pool.submit(_grade_one, job) for job in pending.items()]
+                for fut in as_completed(futures):
+                    try:
+                        i, report, err, secs = fut.result()
+                    except BrokenProcessPool:
+                        continue
+                    del pending[i]
+                    group = groups[i]
+                    if report is None:
+                        for e in group:
+                            failures[e.slug] = f"internal error: {err.splitlines()[0] if err else 'unknown'}"
+                    else:
+                        index.put(group[0], version, shash, report, secs)
+                        for e in group:
+                            _write_report(out, e, report)
+                    if progress:
+                        progress(len(group))
+            except BaseException:
+                for proc in list(getattr(pool, "_processes", {}).values()):  # Ctrl-C: stop at once
+                    proc.kill()
+                pool.shutdown(wait=False, cancel_futures=True)
+                raise
+            pool.shutdown(wait=True)
+            if attempt == 1:
+                for i in pending:
+                    for e in groups[i]:
+                        failures[e.slug] = "internal error: the grading process died twice"
 
     # the final pass: exactly one record per submission, from the index
     reports: dict[str, dict[str, Any] | None] = {}

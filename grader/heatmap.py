@@ -61,7 +61,7 @@ class Matrix:
             return None
         assert self.got is not None
         upper = torch.triu(torch.ones_like(self.want, dtype=torch.bool), diagonal=1)
-        return upper & (self.want == 0) & (self.got != 0)
+        return upper & (self.want == 0) & (self.got != 0) & torch.isfinite(self.got)  # NaN is drawn as NaN
 
     @property
     def differs(self) -> torch.Tensor | None:
@@ -158,9 +158,9 @@ def ink(rgb: tuple[int, int, int]) -> str:
 TEXT = {
     "yours": ("yours", "你的结果"),
     "expected": ("expected", "参考答案"),
-    "legend": ("✗ future position with non-zero weight (must be 0)   • differs from expected   "
-               "dark = 0, yellow = {vmax:.3g}",
-               "✗ 未来位置的权重不为 0（应为 0）   • 与参考答案不同   深色 = 0，黄色 = {vmax:.3g}"),
+    "legend": ("• differs from expected   dark = 0, yellow = {vmax:.3g}",
+               "• 与参考答案不同   深色 = 0，黄色 = {vmax:.3g}"),
+    "legend_leak": ("✗ future position with non-zero weight (must be 0)   ", "✗ 未来位置的权重不为 0（应为 0）   "),
     "leaks": ("{n} future position(s) leak attention", "{n} 个未来位置泄漏了注意力"),
 }
 
@@ -217,7 +217,8 @@ def terminal(mat: Matrix, lang: str = "en"):
         parts.append(Text(mat.note, style="yellow"))
     if mat.leak_count:
         parts.append(Text(_t("leaks", lang, n=mat.leak_count), style="bold red"))
-    parts.append(Text(_t("legend", lang, vmax=vmax), style="dim"))
+    legend = (_t("legend_leak", lang) if mat.leak_count else "") + _t("legend", lang, vmax=vmax)
+    parts.append(Text(legend, style="dim"))
     return Group(*parts)
 
 

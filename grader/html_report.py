@@ -66,7 +66,7 @@ table.steps { border-collapse: collapse; margin-top: 12px; font-size: 14px; }
 table.steps th, table.steps td { border: 1px solid #d0d7de; padding: 4px 10px; text-align: left;
                                  vertical-align: top; }
 table.steps th { background: #f6f8fa; }
-.status { font-weight: 600; }
+.status { font-weight: 600; white-space: nowrap; }
 ul.checks { margin: 4px 0; padding-left: 18px; }
 ul.checks li { margin: 2px 0; }
 li.fail::marker { content: "✗ "; color: #cf222e; }
@@ -75,7 +75,8 @@ li.pass::marker { content: "✓ "; color: #1a7f37; }
 .pair { display: flex; gap: 32px; align-items: flex-start; flex-wrap: wrap; }
 .panel h4 { margin: 4px 0; font-size: 13px; }
 table.hm { border-collapse: separate; border-spacing: 2px; }
-table.hm td.cell { width: 38px; height: 26px; text-align: center; font-size: 10px;
+table.hm td.cell { min-width: 46px; height: 26px; text-align: center; font-size: 10px; white-space: nowrap;
+                   padding: 0 2px;
                    font-family: ui-monospace, monospace; border-radius: 2px; }
 table.hm td.cell.leak { outline: 3px solid #ff1010; outline-offset: -3px; font-weight: 700; }
 table.hm td.cell.diff { outline: 2px dashed #ff9900; outline-offset: -2px; }
@@ -112,8 +113,13 @@ def _heatmap(m: Any, vmax: float, leaked: Any = None, differs: Any = None, who: 
     return "\n".join(rows)
 
 
+def _status_text(status: str, lang: str) -> str:
+    return STATUS_ZH.get(status, status) if lang == "zh" else status.replace("_", " ")
+
+
 def _matrix_section(mat: Matrix, lang: str) -> str:
     vmax = mat.vmax
+    note = _status_text(mat.note, lang) if mat.note in STATUS_ZH else mat.note
     parts = [f'<div class="matrix" data-step="{_e(mat.step)}" data-case="{_e(mat.case)}" '
              f'data-leaks="{mat.leak_count}">', f"<h3>{_e(mat.label)} <span class=sub>[{_e(mat.case)}]</span></h3>",
              '<div class="pair">']
@@ -124,9 +130,9 @@ def _matrix_section(mat: Matrix, lang: str) -> str:
                  f"{_heatmap(mat.want, vmax, who='reference')}</div>")
     parts.append("</div>")
     if mat.got is None:
-        parts.append(f'<p class="note">{_e(_t("no_matrix", lang, note=mat.note))}</p>')
-    elif mat.note:
-        parts.append(f'<p class="note">{_e(mat.note)}</p>')
+        parts.append(f'<p class="note">{_e(_t("no_matrix", lang, note=note))}</p>')
+    elif note:
+        parts.append(f'<p class="note">{_e(note)}</p>')
     if mat.leak_count:
         parts.append(f'<p class="leaks">{_e(_t("leaks", lang, n=mat.leak_count))}</p>')
     parts.append(f'<p class="legend"><span class="bar"></span> {_e(_t("legend", lang, vmax=vmax))}</p>')
@@ -137,7 +143,9 @@ def _matrix_section(mat: Matrix, lang: str) -> str:
 def render(report: Report, mats: dict[str, list[Matrix]] | None = None, lang: str = "en") -> str:
     """The whole report as one HTML document (a string)."""
     mats = mats or {}
-    status_text = (lambda s: STATUS_ZH.get(s, s)) if lang == "zh" else (lambda s: s.replace("_", " "))
+    def status_text(status: str) -> str:
+        return _status_text(status, lang)
+
     out = ["<!DOCTYPE html>", f'<html lang="{"zh" if lang == "zh" else "en"}">', "<head>",
            '<meta charset="utf-8">', '<meta name="viewport" content="width=device-width, initial-scale=1">',
            f"<title>{_e(_t('title', lang))}: {_e(report.submission)}</title>",

@@ -152,7 +152,9 @@ class Watcher:
         c = self.console
         if c.is_terminal:
             c.clear()
-        c.print(f"[bold]attn-kata watch[/bold]  {progress_bar(passed, len(STEPS))}", highlight=False)
+        from rich.text import Text
+
+        c.print(Text.assemble(("attn-kata watch", "bold"), "  ", (progress_bar(passed, len(STEPS)), "cyan")))
         self.say("watching", "dim", ws=self.ws)
         self.say("step", "bold", n=step.number, total=len(STEPS), title=_title(step, self.lang),
                  section=step.section)

@@ -230,3 +230,32 @@ def test_student_names_from_lms_file_names() -> None:
     assert batch.student_name("bob.ipynb") == "bob"
     assert batch.slugify("../../etc/passwd") not in ("", ".", "..")
     assert "/" not in batch.slugify("../../etc/passwd")
+
+
+_REAL_GRADE_ONE = batch._grade_one
+
+
+def _dies_once(job: tuple[int, str]) -> tuple:
+    marker = Path(os.environ["KATA_TEST_MARKER"])
+    if "bob" in job[1] and not marker.exists():
+        marker.write_text("x")
+        os._exit(137)
+    return _REAL_GRADE_ONE(job)
+
+
+def test_a_grading_process_that_dies_is_retried(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The OOM killer takes one trusted grading child: the batch retries and still ends with one record each."""
+    klass = tmp_path / "class"
+    klass.mkdir()
+    solution = "\n".join((ROOT / "solutions" / f).read_text() for f in ("dot_scores.py", "softmax.py"))
+    for name in ("ann", "bob", "cat"):
+        (klass / f"{name}.py").write_text(f"{solution}\n# {name}\n")  # distinct: identical files share a job
+    marker = tmp_path / "died-once"
+    monkeypatch.setenv("KATA_TEST_MARKER", str(marker))
+    monkeypatch.setattr(batch, "_grade_one", _dies_once)
+    result = batch.run_batch(directory=klass, out=tmp_path / "out", jobs=2)
+    assert marker.exists()
+    assert result.records == 3
+    assert result.not_graded == {}
+    rows = list(csv.DictReader(io.StringIO((tmp_path / "out" / "gradebook.csv").read_text())))
+    assert len(rows) == 3

@@ -1,0 +1,410 @@
+"""Name the chapter's classic mistakes from what the learner's code *did* (trusted process only).
+
+For each step, "mistake models" compute from a case's inputs (and the reference weights the grader
+loaded, `w.<param>`) what a learner who made one classic mistake would have output: softmax over
+dim 0, no √d_k, −inf replaced by 0, and so on. When the learner's output matches a mistake model
+(within tolerance) on every case where both are available, and differs from the reference on at
+least one of them, that mistake is diagnosed. A few mistakes are recognised from structure facts
+(heads sharing weights) or from how a case failed (a mask not cut to num_tokens raises a size error
+on inputs shorter than context_length).
+
+Source text is never read: a diagnosis follows the behaviour, however the code is written.
+`diagnose(outcome, lang)` never raises; it returns [{"id", "message"}] in the report's language.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import torch
+
+from .checks import Outcome
+from .registry import BY_ID
+
+ATOL = 1e-4
+RTOL = 1e-3
+
+# id -> (English, 中文); the book section is added from the step
+MESSAGES: dict[str, tuple[str, str]] = {
+    "softmax_wrong_dim": (
+        "softmax over the wrong dimension: each row (one query) must sum to 1, so normalise with dim=-1",
+        "softmax 用错了维度：每一行（一个查询）的注意力权重之和应为 1，请使用 dim=-1"),
+    "scale_missing": (
+        "the attention scores are not scaled: divide them by √d_k (keys.shape[-1] ** 0.5) before the softmax",
+        "注意力得分没有缩放：在 softmax 之前除以 √d_k（keys.shape[-1] ** 0.5）"),
+    "scale_by_d_k": (
+        "the attention scores are divided by d_k: divide by its square root, √d_k = keys.shape[-1] ** 0.5",
+        "注意力得分除以了 d_k：应除以它的平方根 √d_k = keys.shape[-1] ** 0.5"),
+    "scale_wrong_dim": (
+        "the attention scores are scaled with the wrong dimension (d_in or d_out): d_k is the keys' last "
+        "dimension, keys.shape[-1] (head_dim in multi-head attention)",
+        "注意力得分用错了缩放维度（d_in 或 d_out）：d_k 是键的最后一维 keys.shape[-1]（多头注意力中为 head_dim）"),
+    "mask_fill_zero": (
+        "future scores are filled with 0 instead of −inf: exp(0) = 1, so future tokens still get weight; "
+        "use masked_fill(mask, -torch.inf)",
+        "未来位置的注意力得分被填成了 0 而不是 −inf：exp(0) = 1，未来 token 仍会得到权重；"
+        "请使用 masked_fill(mask, -torch.inf)"),
+    "mask_diagonal": (
+        "the mask hides the diagonal too (triu with diagonal=0): a token must attend to itself, and the first "
+        "token then sees nothing (NaN); use torch.triu(..., diagonal=1)",
+        "掩码把主对角线也遮住了（triu 的 diagonal=0）：token 必须能关注自身，否则第一个 token 什么也看不到（NaN）；"
+        "请使用 torch.triu(..., diagonal=1)"),
+    "mask_after_softmax": (
+        "the mask is applied after the softmax: the remaining weights no longer sum to 1; mask the scores with "
+        "−inf before the softmax (or renormalise each row)",
+        "掩码在 softmax 之后才应用：剩下的注意力权重之和不再为 1；请在 softmax 之前用 −inf 遮住注意力得分"
+        "（或对每一行重新归一化）"),
+    "mask_not_cut": (
+        "the (context_length, context_length) mask is not cut to the input's length: inputs shorter than "
+        "context_length fail; use self.mask.bool()[:num_tokens, :num_tokens]",
+        "(context_length, context_length) 的掩码没有截取到输入长度：短于 context_length 的输入会出错；"
+        "请使用 self.mask.bool()[:num_tokens, :num_tokens]"),
+    "dropout_no_rescale": (
+        "dropout does not rescale the kept weights: multiply them by 1/(1−p) so their expected value is "
+        "unchanged (inverted dropout)",
+        "dropout 没有放大保留下来的权重：应乘以 1/(1−p)，使期望值保持不变（反向 dropout）"),
+    "dropout_rescale_wrong": (
+        "dropout multiplies the kept weights by (1−p): divide by (1−p) instead, i.e. scale by 1/(1−p)",
+        "dropout 把保留的权重乘以了 (1−p)：应除以 (1−p)，即乘以 1/(1−p)"),
+    "dropout_keep_prob": (
+        "p is used as the probability to keep: it is the probability to drop (keep where torch.rand(...) >= p)",
+        "把 p 当成了保留的概率：p 是丢弃的概率（torch.rand(...) >= p 的位置保留）"),
+    "dropout_in_eval": (
+        "dropout is active in evaluation mode: with training=False (after model.eval()) the weights must pass "
+        "through unchanged",
+        "dropout 在评估模式下仍然生效：training=False（model.eval() 之后）时应原样返回注意力权重"),
+    "heads_cat_wrong_dim": (
+        "the heads are concatenated along the wrong dimension: join their outputs along the features with "
+        "torch.cat([...], dim=-1)",
+        "多个头沿错误的维度拼接：应沿特征维拼接，torch.cat([...], dim=-1)"),
+    "heads_stacked": (
+        "the heads are stacked (torch.stack adds a new dimension): concatenate them with torch.cat([...], dim=-1)",
+        "多个头被 torch.stack 堆叠（多出一个新维度）：请用 torch.cat([...], dim=-1) 拼接"),
+    "heads_share_weights": (
+        "all heads share one set of weights ([CausalAttention(...)] * num_heads repeats one object): build a new "
+        "CausalAttention for every head, e.g. [CausalAttention(...) for _ in range(num_heads)]",
+        "所有头共享同一组权重（[CausalAttention(...)] * num_heads 重复的是同一个对象）：请为每个头新建一个 "
+        "CausalAttention，例如 [CausalAttention(...) for _ in range(num_heads)]"),
+    "heads_merge_without_transpose": (
+        "the heads are merged without transposing back: call .transpose(1, 2) before "
+        ".contiguous().view(b, num_tokens, d_out), or tokens and heads get mixed up",
+        "合并多个头之前没有转置回来：请先 .transpose(1, 2) 再 .contiguous().view(b, num_tokens, d_out)，"
+        "否则 token 与头会混在一起"),
+    "query_key_swapped": (
+        "queries and keys are swapped: the scores come out transposed (K Qᵀ instead of Q Kᵀ); compute queries "
+        "with W_query, keys with W_key, and scores = queries @ keys.T",
+        "查询与键弄反了：注意力得分被转置（K Qᵀ 而不是 Q Kᵀ）；请用 W_query 计算查询、W_key 计算键，"
+        "得分 = queries @ keys.T"),
+}
+
+
+def message(diag_id: str, step: str, lang: str = "en") -> str:
+    en, zh = MESSAGES[diag_id]
+    section = BY_ID[step].section
+    return f"{zh}（见书 §{section}）" if lang == "zh" else f"{en} (book §{section})"
+
+
+# ---------------------------------------------------------------- comparisons
+
+
+def _close(a: Any, b: Any) -> bool:
+    if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor) or tuple(a.shape) != tuple(b.shape):
+        return False
+    try:
+        return bool(torch.allclose(a.detach().to(torch.float64), b.detach().to(torch.float64),
+                                   atol=ATOL, rtol=RTOL, equal_nan=True))
+    except (RuntimeError, TypeError):
+        return False
+
+
+def _got(r: Outcome, case: str, key: str = "out") -> Any:
+    res = r.learner.get(case)
+    if res is None or res.status != "ok":
+        return None
+    return res.tensors.get(key, res.facts.get(key))
+
+
+def _want(r: Outcome, case: str, key: str = "out") -> Any:
+    res = r.reference.get(case)
+    if res is None or res.status != "ok":
+        return None
+    return res.tensors.get(key, res.facts.get(key))
+
+
+Model = Callable[[Outcome, str], "torch.Tensor | list[torch.Tensor] | None"]
+
+
+def _matches(r: Outcome, cases: Iterable[str], model: Model) -> bool:
+    """The learner matches the model wherever both exist, and differs from the reference somewhere."""
+    matched = differs = False
+    for case in cases:
+        got = _got(r, case)
+        if not isinstance(got, torch.Tensor):
+            continue
+        try:
+            predicted = model(r, case)
+        except Exception:  # a model that cannot apply to this case says nothing
+            continue
+        if predicted is None:
+            continue
+        candidates = predicted if isinstance(predicted, list) else [predicted]
+        if not any(_close(got, p) for p in candidates):
+            return False
+        matched = True
+        differs = differs or not _close(got, _want(r, case))
+    return matched and differs
+
+
+# ---------------------------------------------------------------- attention with a mistake in it
+
+# options: scale (what the scores are divided by), dim (softmax dim), swap (K Qᵀ), mask, merge
+REF = {"scale": "sqrt_dk", "dim": -1, "swap": False, "mask": "inf", "merge": "ok"}
+
+SCALE_MODELS = [("scale_missing", {"scale": "none"}), ("scale_by_d_k", {"scale": "d_k"}),
+                ("scale_wrong_dim", {"scale": "sqrt_d_in"}), ("scale_wrong_dim", {"scale": "d_in"}),
+                ("scale_wrong_dim", {"scale": "sqrt_d_out"}), ("scale_wrong_dim", {"scale": "d_out"})]
+CORE_MODELS = [*SCALE_MODELS, ("softmax_wrong_dim", {"dim": -2}), ("query_key_swapped", {"swap": True})]
+MASK_MODELS = [("mask_fill_zero", {"mask": "zero"}), ("mask_diagonal", {"mask": "diag"}),
+               ("mask_after_softmax", {"mask": "after"})]
+
+
+def _divisor(kind: str, d_k: int, d_in: int, d_out: int) -> float:
+    return {"sqrt_dk": math.sqrt(d_k), "none": 1.0, "d_k": float(d_k), "sqrt_d_in": math.sqrt(d_in),
+            "d_in": float(d_in), "sqrt_d_out": math.sqrt(d_out), "d_out": float(d_out)}[kind]
+
+
+def _weights(scores: torch.Tensor, opts: dict[str, Any], divisor: float) -> torch.Tensor:
+    s = scores.transpose(-2, -1) if opts["swap"] else scores
+    n = s.shape[-1]
+    mask = opts["mask"]
+    future = torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=0 if mask == "diag" else 1)
+    if mask in ("inf", "diag"):
+        s = s.masked_fill(future, -torch.inf)
+    elif mask == "zero":
+        s = s.masked_fill(future, 0.0)
+    w = torch.softmax(s / divisor, dim=opts["dim"])
+    if mask == "after":
+        w = w.masked_fill(future, 0.0)
+    return w
+
+
+def _project(x: torch.Tensor, inputs: dict[str, torch.Tensor], name: str, linear: bool) -> torch.Tensor:
+    w = inputs[f"w.{name}.weight" if linear else f"w.{name}"].to(torch.float64)
+    y = x @ (w.T if linear else w)
+    bias = inputs.get(f"w.{name}.bias")
+    return y + bias.to(torch.float64) if linear and bias is not None else y
+
+
+def _attention(r: Outcome, case: str, opts: dict[str, Any], *, linear: bool, multi: bool = False,
+               key: str = "x") -> torch.Tensor | None:
+    """What SelfAttention_v1/_v2, CausalAttention or MultiHeadAttention with these options returns."""
+    spec = r.case_specs[case]
+    if spec.probe != "module":
+        return None
+    inputs = spec.inputs
+    opts = {**REF, **opts}
+    x = inputs[key].to(torch.float64)
+    q, k, v = (_project(x, inputs, n, linear) for n in ("W_query", "W_key", "W_value"))
+    d_in, d_out = x.shape[-1], q.shape[-1]
+    h = int(spec.params["ctor"]["num_heads"]) if multi else 1
+    d_k = d_out // h
+    split = q.shape[:-1] + (h, d_k)
+    q, k, v = (t.reshape(split).transpose(-3, -2) for t in (q, k, v))  # (…, heads, tokens, d_k)
+    w = _weights(q @ k.transpose(-2, -1), opts, _divisor(opts["scale"], d_k, d_in, d_out))
+    ctx = w @ v
+    if opts["merge"] == "ok":
+        ctx = ctx.transpose(-3, -2)
+    ctx = ctx.contiguous().reshape(x.shape[:-1] + (d_out,))
+    if multi:  # MultiHeadAttention's out_proj
+        ctx = ctx @ inputs["w.out_proj.weight"].to(torch.float64).T + inputs["w.out_proj.bias"].to(torch.float64)
+    return ctx
+
+
+def _by_models(r: Outcome, cases: list[str], models: list[tuple[str, dict[str, Any]]],
+               fn: Callable[[Outcome, str, dict[str, Any]], torch.Tensor | None]) -> list[str]:
+    found: list[str] = []
+    for diag_id, opts in models:
+        if diag_id not in found and _matches(r, cases, lambda r, c, o=opts: fn(r, c, o)):
+            found.append(diag_id)
+    return found
+
+
+def _mask_not_cut(r: Outcome, short: str = "short", full: str = "fwd") -> list[str]:
+    """A mask not cut to num_tokens: fine at context_length, a size error on shorter inputs."""
+    res, ok = r.learner.get(short), r.learner.get(full)
+    if res is None or ok is None or ok.status != "ok" or res.status != "error":
+        return []
+    text = f"{res.exception} {res.message}".lower()
+    if res.exception == "RuntimeError" and any(w in text for w in ("size", "shape", "match", "broadcast")):
+        return ["mask_not_cut"]
+    return []
+
+
+# ---------------------------------------------------------------- the steps
+
+
+def _softmax(r: Outcome) -> list[str]:
+    def wrong_dim(r: Outcome, case: str) -> list[torch.Tensor] | None:
+        s = r.inputs(case)["scores"].to(torch.float64)
+        return [torch.softmax(s, dim=d) for d in range(s.dim() - 1)] or None
+
+    return ["softmax_wrong_dim"] if _matches(r, ["w2d", "w3d"], wrong_dim) else []
+
+
+def _all_tokens(r: Outcome) -> list[str]:
+    def wrong_dim(r: Outcome, case: str) -> torch.Tensor:
+        return torch.softmax(r.inputs(case)["attn_scores"].to(torch.float64), dim=0)
+
+    return ["softmax_wrong_dim"] if _matches(r, ["weights"], wrong_dim) else []
+
+
+def _v1(r: Outcome) -> list[str]:
+    return _by_models(r, ["fwd", "single", "wide"], CORE_MODELS,
+                      lambda r, c, o: _attention(r, c, {**o, "mask": None}, linear=False))
+
+
+def _v2(r: Outcome) -> list[str]:
+    return _by_models(r, ["fwd", "bias", "single"], CORE_MODELS,
+                      lambda r, c, o: _attention(r, c, {**o, "mask": None}, linear=True))
+
+
+def _causal_mask(r: Outcome) -> list[str]:
+    def masked(r: Outcome, case: str, opts: dict[str, Any]) -> torch.Tensor | None:
+        spec = r.case_specs[case]
+        if spec.params.get("fn") != "masked_attention_weights":
+            return None
+        d_k = int(spec.params["consts"][0])
+        opts = {**REF, **opts}
+        return _weights(spec.inputs["attn_scores"].to(torch.float64), opts,
+                        _divisor(opts["scale"], d_k, d_k, d_k))
+
+    cases = ["w2d", "batch", "single"]
+    models = [*SCALE_MODELS[:2], ("softmax_wrong_dim", {"dim": -2}), *MASK_MODELS]
+    found = _by_models(r, cases, models, masked)
+    if "mask_diagonal" not in found:
+        def diag_mask(r: Outcome, case: str) -> torch.Tensor:
+            n = int(r.case_specs[case].params["consts"][0])
+            return torch.triu(torch.ones(n, n), diagonal=0)
+
+        if _matches(r, ["mask", "mask1"], diag_mask):
+            found.append("mask_diagonal")
+    return found
+
+
+def _dropout(r: Outcome) -> list[str]:
+    found: list[str] = []
+    ratios: dict[float, float] = {}
+    fracs: dict[float, float] = {}
+    for case, p in (("half", 0.5), ("fifth", 0.2)):
+        got, w = _got(r, case), r.inputs(case)["attn_weights"]
+        if not isinstance(got, torch.Tensor) or got.shape != w.shape or not got.is_floating_point():
+            continue
+        kept = got != 0
+        fracs[p] = float((~kept).float().mean())
+        if kept.any():
+            ratio = (got[kept] / w[kept]).to(torch.float64)
+            if torch.allclose(ratio, torch.full_like(ratio, ratio.mean().item()), atol=1e-4, rtol=1e-3):
+                ratios[p] = ratio.mean().item()
+    if ratios and all(abs(q - 1.0) < 1e-3 for q in ratios.values()):
+        found.append("dropout_no_rescale")
+    elif ratios and all(abs(q - (1 - p)) < 1e-3 for p, q in ratios.items()):
+        found.append("dropout_rescale_wrong")
+    if 0.2 in fracs and abs(fracs[0.2] - 0.8) < 0.03:
+        found.append("dropout_keep_prob")
+    got, w = _got(r, "eval"), r.inputs("eval")["attn_weights"]
+    if isinstance(got, torch.Tensor) and got.shape == w.shape and not _close(got, w) and bool((got == 0).any()):
+        found.append("dropout_in_eval")
+    return found
+
+
+def _causal_attention(r: Outcome) -> list[str]:
+    found = _by_models(r, ["fwd", "short", "leak", "eval_dropout"], CORE_MODELS + MASK_MODELS,
+                       lambda r, c, o: _attention(r, c, o, linear=True))
+    found += _mask_not_cut(r)
+    # dropout=0.5 in eval mode: the learner's output differs although dropout=0.0 is right
+    if _close(_got(r, "fwd"), _want(r, "fwd")) and isinstance(_got(r, "eval_dropout"), torch.Tensor) \
+            and not _close(_got(r, "eval_dropout"), _want(r, "eval_dropout")):
+        found.append("dropout_in_eval")
+    # training mode, averaged over many draws: without 1/(1−p) the mean shrinks by (1−p)
+    ev, mean = _got(r, "dropout", "eval"), _got(r, "dropout", "mean")
+    p = float(r.case_specs["dropout"].params.get("ctor", {}).get("dropout", 0.0)) if "dropout" in r.case_specs \
+        else 0.0
+    if isinstance(ev, torch.Tensor) and isinstance(mean, torch.Tensor) and ev.shape == mean.shape and 0 < p < 1 \
+            and "dropout_in_eval" not in found:
+        def near(factor: float) -> bool:
+            return bool(((mean - factor * ev).abs() <= 0.06 + 0.05 * (factor * ev).abs()).all())
+
+        if not near(1.0):
+            if near(1 - p):
+                found.append("dropout_no_rescale")
+            elif near((1 - p) ** 2):
+                found.append("dropout_rescale_wrong")
+    return found
+
+
+def _wrapper(r: Outcome) -> list[str]:
+    found: list[str] = []
+    s = _got(r, "fwd", "structure")
+    want = _want(r, "fwd", "structure")
+    if isinstance(s, dict) and isinstance(want, dict) and isinstance(s.get("n_unique_params"), int) \
+            and s["n_unique_params"] < want.get("n_unique_params", 0) and s.get("heads_type") == "ModuleList":
+        found.append("heads_share_weights")
+
+    def chunks(r: Outcome, case: str) -> list[torch.Tensor] | None:
+        ref = _want(r, case)
+        if not isinstance(ref, torch.Tensor):
+            return None
+        return list(ref.split(int(r.case_specs[case].params["ctor"]["d_out"]), dim=-1))
+
+    def cat_wrong(r: Outcome, case: str) -> list[torch.Tensor] | None:
+        parts = chunks(r, case)
+        return None if parts is None or len(parts) < 2 else [torch.cat(parts, dim=d) for d in (0, 1)]
+
+    def stacked(r: Outcome, case: str) -> list[torch.Tensor] | None:
+        parts = chunks(r, case)
+        return None if parts is None else [torch.stack(parts, dim=d) for d in range(parts[0].dim() + 1)]
+
+    for diag_id, model in (("heads_cat_wrong_dim", cat_wrong), ("heads_stacked", stacked)):
+        if _matches(r, ["fwd", "short", "one"], model):
+            found.append(diag_id)
+    return found
+
+
+def _mha(r: Outcome) -> list[str]:
+    models = [*CORE_MODELS, *MASK_MODELS, ("heads_merge_without_transpose", {"merge": "no_transpose"})]
+    found = _by_models(r, ["fwd", "short", "one", "leak"], models,
+                       lambda r, c, o: _attention(r, c, o, linear=True, multi=True))
+    return found + _mask_not_cut(r)
+
+
+STEPS: dict[str, Callable[[Outcome], list[str]]] = {
+    "softmax": _softmax,
+    "all_tokens": _all_tokens,
+    "self_attention_v1": _v1,
+    "self_attention_v2": _v2,
+    "causal_mask": _causal_mask,
+    "dropout": _dropout,
+    "causal_attention": _causal_attention,
+    "multihead_wrapper": _wrapper,
+    "multihead_attention": _mha,
+}
+
+
+def ids(outcome: Outcome) -> list[str]:
+    """The classic mistakes the learner's outputs show, by id (empty when none is recognised)."""
+    fn = STEPS.get(outcome.step)
+    if fn is None:
+        return []
+    try:
+        with torch.no_grad():
+            found = fn(outcome)
+    except Exception:  # a diagnosis is a bonus: it must never cost the learner their report
+        return []
+    return list(dict.fromkeys(found))
+
+
+def diagnose(outcome: Outcome, lang: str = "en") -> list[dict[str, str]]:
+    """[{"id", "message"}] for the step of `outcome`, worded in `lang` ("en" or "zh")."""
+    return [{"id": i, "message": message(i, outcome.step, lang)} for i in ids(outcome)]
