@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import gc
 import os
 from collections.abc import Iterable
 from importlib.metadata import PackageNotFoundError, version
@@ -11,7 +12,7 @@ from typing import Any
 
 import torch
 
-from . import channel, checks, ingest, static
+from . import channel, checks, diagnose, ingest, static
 from .checks import Case, CaseResult, Outcome
 from .registry import BY_ID, STEPS, Step
 from .report import CheckResult, Report, StepResult, clean
@@ -50,6 +51,8 @@ def prepared(secret: str) -> tuple[dict[str, dict[str, Case]], dict[str, dict[st
             doc, tensors = worker.run_case(ref, _as_doc(name, case), case.inputs, set())
             results[step_id][name] = _case_result(doc, tensors)
     torch.manual_seed(0)
+    gc.collect()
+    gc.freeze()  # torch's and the reference's objects live for good: later collections skip them
     return plans, results
 
 
@@ -229,6 +232,9 @@ def judge(collected: list[Collected], *, secret: str | None = None) -> list[Repo
             detail, message = _detail(col.learner[sid]) if status != "passed" else ("passed", "")
             results[sid] = StepResult(sid, _step_title(BY_ID[sid], col.lang), score, total, status, crs, detail,
                                       message)
+            if status != "passed":  # name the classic mistake the outputs show, if any
+                results[sid].diagnoses = diagnose.diagnose(
+                    Outcome(sid, plans[sid], col.learner[sid], ref_results[sid], col.static), col.lang)
         reports.append(Report(col.display, [results[s.id] for s in col.step_list], notes=col.notes,
                               grader_version=grader_version()))
     return reports

@@ -37,6 +37,8 @@ class StepResult:
     checks: list[CheckResult] = field(default_factory=list)
     detail: str = ""  # why: timeout, crashed (SIGKILL), import error, not implemented, …
     message: str = ""
+    # classic mistakes recognised by behaviour (grader/diagnose.py): [{"id", "message"}], in the report's language
+    diagnoses: list[dict[str, str]] = field(default_factory=list)
 
 
 @dataclass

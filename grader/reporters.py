@@ -44,6 +44,9 @@ def table(report: Report, console: Console, lang: str = "en", verbose: bool = Tr
                 line.append(c.name, style="bold")
                 line.append(f"\n    {c.message}")
                 t.add_row("", line, "", "")
+        for d in getattr(s, "diagnoses", None) or []:
+            label = "诊断：" if lang == "zh" else "diagnosis: "
+            t.add_row("", Text(f"  ⚑ {label}{d.get('message', '')}", style="cyan"), "", "")
     console.print(t)
     for note in report.notes:
         console.print(f"[dim]note: {note}[/dim]")
