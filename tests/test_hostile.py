@@ -181,6 +181,72 @@ CASES: dict[str, tuple[str, str, str | None]] = {
                 sys.stderr.write("x" * 100 + "\\n")
             return inputs @ query
         """), "passed", None),
+    "os_exit_at_import": ("import os\nos._exit(0)\n" + GOOD, "error", None),
+    "slow_import": (attack("""
+        import time, torch
+        time.sleep(4)
+        def attention_scores(inputs, query):
+            return inputs @ query
+        """), "passed", None),
+    "segfault": (attack("""
+        import ctypes
+        def attention_scores(inputs, query):
+            ctypes.string_at(0)
+        """), "error", "crashed"),
+    "infinite_recursion": (attack("""
+        def attention_scores(inputs, query):
+            return attention_scores(inputs, query)
+        """), "failed", None),
+    "bypass_stdout_redirect_via_proc": (attack("""
+        import os, torch
+        def attention_scores(inputs, query):
+            for path in ("/proc/1/fd/1", "/dev/tty", "/proc/self/fd/1"):
+                try:
+                    with open(path, "w") as f:
+                        f.write('{"score": 999}\\n')
+                except OSError:
+                    pass
+            return inputs @ query
+        """), "passed", None),
+    "thread_keeps_running": (attack("""
+        import threading, time, torch
+        def spin():
+            while True:
+                time.sleep(0.001)
+        def attention_scores(inputs, query):
+            threading.Thread(target=spin, daemon=False).start()
+            return inputs @ query
+        """), "passed", None),
+    "patch_the_worker_itself": (attack("""
+        import sys, torch
+        def attention_scores(inputs, query):
+            for name, mod in list(sys.modules.items()):
+                if name.startswith("grader"):
+                    for attr in ("encode", "describe_error", "run_case"):
+                        if hasattr(mod, attr):
+                            setattr(mod, attr, lambda *a, **k: b"forged")
+            return torch.zeros(inputs.shape[0])
+        """), "error", "no_result"),
+    "complex_and_int_results": (attack("""
+        import torch
+        def attention_scores(inputs, query):
+            return (inputs @ query).to(torch.complex64)
+        """), "failed", None),
+    "close_every_fd": (attack("""
+        import os
+        def attention_scores(inputs, query):
+            os.closerange(3, 1024)
+            while True:
+                pass
+        """), "error", None),
+    "env_and_secret_hunting": (attack("""
+        import os, torch
+        def attention_scores(inputs, query):
+            leaked = [k for k in os.environ if "SECRET" in k or "KATA_SECRET" in k and k != "ATTN_KATA_WORKER"]
+            if leaked:
+                raise RuntimeError("secret visible: " + ",".join(leaked))
+            return inputs @ query
+        """), "passed", None),
 }
 
 
@@ -206,8 +272,11 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
         p.write_text(src)
         paths.append(p)
     out = {}
+    os.environ["ATTN_KATA_SECRET"] = "in-the-graders-environment"  # must never reach a worker
     for p in paths:
-        out[p.stem] = engine.grade(p, steps=["dot_scores", "causal_mask"], timeout=3.0).to_dict()
+        out[p.stem] = engine.grade(p, steps=["dot_scores", "causal_mask"], timeout=3.0,
+                                   secret="not-for-students").to_dict()
+    del os.environ["ATTN_KATA_SECRET"]
     return out
 
 
@@ -224,7 +293,8 @@ def test_hostile_submission(reports: dict[str, dict], name: str) -> None:
         assert attacked["detail"] == detail, attacked
     if status != "passed":
         assert attacked["score"] < attacked["max_score"]
-    assert steps["causal_mask"]["status"] == "passed", steps["causal_mask"]
+    if not name.endswith("_at_import"):  # an import-time exit takes the whole file with it
+        assert steps["causal_mask"]["status"] == "passed", steps["causal_mask"]
 
 
 def test_nothing_left_running_or_written(reports: dict[str, dict]) -> None:
