@@ -226,7 +226,7 @@ CASES: dict[str, tuple[str, str, str | None]] = {
                         if hasattr(mod, attr):
                             setattr(mod, attr, lambda *a, **k: b"forged")
             return torch.zeros(inputs.shape[0])
-        """), "error", "no_result"),
+        """), "error", None),  # the worker dies or sends garbage: either way no score
     "complex_and_int_results": (attack("""
         import torch
         def attention_scores(inputs, query):
