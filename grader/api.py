@@ -10,9 +10,10 @@ from pathlib import Path
 
 from rich.console import Console
 
-from . import reporters
+from . import i18n, reporters
 from .engine import DEFAULT_TIMEOUT
 from .engine import grade as grade_report
+from .i18n import N_, _
 from .registry import BY_ID, STEPS
 from .report import Report
 
@@ -22,12 +23,12 @@ __all__ = ["DEFAULT_TIMEOUT", "check", "default_lang", "grade", "hint", "list_st
 
 
 def default_lang() -> str:
+    """The learner's language from the environment: ATTN_KATA_LANG, then the locale (LC_ALL, LC_MESSAGES, LANG)."""
     for var in ("ATTN_KATA_LANG", "LC_ALL", "LC_MESSAGES", "LANG"):
         value = os.environ.get(var, "")
         if value:
-            return "zh" if value.lower().startswith("zh") else "en"
-    loc = locale.getlocale()[0] or ""
-    return "zh" if loc.lower().startswith("zh") else "en"
+            return i18n.normalise(value)
+    return i18n.normalise(locale.getlocale()[0] or "")
 
 
 def _state_path(workspace: str | Path) -> Path:
@@ -112,8 +113,8 @@ def check(*, workspace: str | Path = "exercises", steps: list[str] | None = None
     `html`: also write a self-contained HTML report there (with heatmaps of the attention weights)."""
     console = Console()
     if not Path(workspace).is_dir():
-        console.print(f"[red]找不到练习目录 {workspace}/[/red]：请在练习所在目录运行，或用 --path 指定" if lang == "zh"
-                      else f"[red]no workspace at {workspace}/[/red]: run from the kata's folder, or pass --path")
+        console.print(i18n.translate(lang, N_("no workspace at {ws}/: run from the kata's folder, or pass --path"))
+                      .format(ws=workspace), style="red", markup=False, highlight=False)
         return False
     report, mats = _grade_pictures(workspace, html, console.is_terminal, steps=steps, timeout=timeout, lang=lang)
     reporters.table(report, console, lang=lang)
@@ -121,33 +122,41 @@ def check(*, workspace: str | Path = "exercises", steps: list[str] | None = None
     _record(workspace, report)
     nxt = next((s for s in report.steps if s.status != "passed"), None)
     if nxt is not None:
-        tip = (f"下一步：编辑 {workspace}/{nxt.id}.py，卡住时运行 `attn-kata hint {nxt.id}`" if lang == "zh" else
-               f"next: edit {workspace}/{nxt.id}.py; stuck? `attn-kata hint {nxt.id}`")
-        console.print(tip)
+        tip = i18n.translate(lang, N_("next: edit {path}; stuck? `attn-kata hint {step}`")).format(
+            path=f"{workspace}/{nxt.id}.py", step=nxt.id)
+        console.print(tip, markup=False, highlight=False)
     return all(s.status == "passed" for s in report.steps)
 
 
 def list_steps(*, workspace: str | Path = "exercises", lang: str = "en") -> None:
+    with i18n.using(lang):
+        _list_steps(workspace)
+
+
+def _list_steps(workspace: str | Path) -> None:
     progress = load_state(workspace).get("progress", {})
     console = Console()
     from rich.table import Table
 
     t = Table(show_header=True)
-    for col in ("#", "step", "names", "§", "status"):
+    for col in ("#", _("step"), _("names"), "§", _("status")):
         t.add_column(col)
     for s in STEPS:
         p = progress.get(s.id)
-        status = f"{p['status']} ({p['score']:g}/{p['max_score']:g})" if p else "—"
-        t.add_row(str(s.number), f"{s.id}\n[dim]{s.title_zh if lang == 'zh' else s.title}[/dim]",
-                  ", ".join(s.names), s.section, status)
+        status = f"{i18n.status(p['status'])} ({p['score']:g}/{p['max_score']:g})" if p else "—"
+        t.add_row(str(s.number), f"{s.id}\n[dim]{i18n.step_title(s)}[/dim]", ", ".join(s.names), s.section, status)
     console.print(t)
     if not progress:
-        console.print("progress appears after `attn-kata check`" if lang == "en" else
-                      "运行 `attn-kata check` 后显示进度")
+        console.print(_("progress appears after `attn-kata check`"))
 
 
 def hint(*, step: str, workspace: str | Path = "exercises", lang: str = "en", show_all: bool = False) -> list[str]:
-    """Reveal the next hint level for a step; returns the hints shown."""
+    """Reveal the next hint level for a step; returns the hints shown (in `lang`)."""
+    with i18n.using(lang):
+        return _hint(step, workspace, show_all)
+
+
+def _hint(step: str, workspace: str | Path, show_all: bool) -> list[str]:
     from .hints import HINTS
 
     levels = HINTS.get(step, [])
@@ -161,13 +170,13 @@ def hint(*, step: str, workspace: str | Path = "exercises", lang: str = "en", sh
     console = Console()
     out = []
     s = BY_ID[step]
-    console.print(f"[bold]{s.number}. {s.title_zh if lang == 'zh' else s.title}[/bold] (§{s.section})")
-    for i, (en, zh) in enumerate(levels[:shown], start=1):
-        text = zh if lang == "zh" else en
+    console.print(f"[bold]{s.number}. {i18n.step_title(s)}[/bold] (§{s.section})")
+    for i, msgid in enumerate(levels[:shown], start=1):
+        text = _(msgid)
         out.append(text)
-        console.print(f"[cyan]hint {i}/{len(levels)}[/cyan] {text}")
+        console.print(f"[cyan]{_('hint {i}/{n}').format(i=i, n=len(levels))}[/cyan] {text}")
     if shown >= len(levels):
-        console.print("[dim]that was the last hint[/dim]" if lang == "en" else "[dim]这是最后一个提示[/dim]")
+        console.print(f"[dim]{_('that was the last hint')}[/dim]")
     return out
 
 

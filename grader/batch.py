@@ -35,6 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import i18n
+from .i18n import N_, _
 from .registry import STEPS
 
 SUFFIXES = (".py", ".ipynb")
@@ -400,22 +402,32 @@ def _num(x: float) -> Any:
     return int(x) if float(x).is_integer() else x
 
 
-def feedback_text(student: str, report: dict[str, Any] | None, reason: str = "") -> str:
+def feedback_text(student: str, report: dict[str, Any] | None, reason: str = "", lang: str = "en") -> str:
+    """Plain-language feedback for one student, in `lang`."""
+    with i18n.using(lang):
+        return _feedback_text(student, report, reason)
+
+
+def _feedback_text(student: str, report: dict[str, Any] | None, reason: str) -> str:
     number = {s.id: s.number for s in STEPS}
     if report is None:
-        return (f"Feedback for {student}\n\nYour submission could not be graded: {reason}\n"
-                "Please resubmit a .py file, a notebook (.ipynb) or a folder like exercises/.\n")
-    lines = [f"Feedback for {student}", f"Submission: {report['submission']}",
-             f"Score: {report['score']:g} out of {report['max_score']:g}", ""]
-    words = {"passed": "passed, well done", "partial": "partly right", "failed": "not right yet",
-             "not_started": "not started", "error": "could not run"}
+        return (_("Feedback for {student}").format(student=student) + "\n\n"
+                + _("Your submission could not be graded: {reason}").format(reason=reason) + "\n"
+                + _("Please resubmit a .py file, a notebook (.ipynb) or a folder like exercises/.") + "\n")
+    lines = [_("Feedback for {student}").format(student=student),
+             _("Submission: {name}").format(name=report["submission"]),
+             _("Score: {score:g} out of {max_score:g}").format(score=report["score"], max_score=report["max_score"]),
+             ""]
+    words = {"passed": N_("passed, well done"), "partial": N_("partly right"), "failed": N_("not right yet"),
+             "not_started": N_("not started"), "error": N_("could not run")}
     for s in report["steps"]:
         title = s["title"]
         if not re.match(r"^(Step|步骤)", title):
-            title = f"Step {number.get(s['id'], '?')}. {title}"
-        lines.append(f"{title}: {words.get(s['status'], s['status'])} ({s['score']:g}/{s['max_score']:g})")
+            title = _("Step {n}. {title}").format(n=number.get(s["id"], "?"), title=title)
+        word = _(words[s["status"]]) if s["status"] in words else s["status"]
+        lines.append(f"{title}: {word} ({s['score']:g}/{s['max_score']:g})")
         if s["status"] == "error" and s.get("message"):
-            lines.append(f"    What went wrong: {s['message']}")
+            lines.append("    " + _("What went wrong: {message}").format(message=s["message"]))
         elif s["status"] in ("partial", "failed"):
             for c in s["checks"]:
                 if not c["passed"]:
@@ -423,13 +435,13 @@ def feedback_text(student: str, report: dict[str, Any] | None, reason: str = "")
     todo = [s for s in report["steps"] if s["status"] != "passed"]
     lines.append("")
     if not todo:
-        lines.append("Every step passes. Well done!")
+        lines.append(_("Every step passes. Well done!"))
     else:
         first = todo[0]
-        lines.append(f"Next: work on step {number.get(first['id'], '?')} ({first['id']}); "
-                     f"`attn-kata hint {first['id']}` gives a hint.")
+        lines.append(_("Next: work on step {n} ({step}); `attn-kata hint {step}` gives a hint.").format(
+            n=number.get(first["id"], "?"), step=first["id"]))
     for note in report.get("notes") or []:
-        lines.append(f"Note: {note}")
+        lines.append(_("Note: {note}").format(note=note))
     return "\n".join(lines) + "\n"
 
 
@@ -565,12 +577,12 @@ def run_batch(*, directory: str | Path, out: str | Path, jobs: int | None = None
         if rep is not None:
             rep = _write_report(out, e, rep)
             reports[e.slug] = rep
-            write_atomic(out / "feedback" / f"{e.slug}.txt", feedback_text(e.student, rep))
+            write_atomic(out / "feedback" / f"{e.slug}.txt", feedback_text(e.student, rep, lang=lang))
         else:
             reason = e.rejected or failures.get(e.slug, "no result")
             notes[e.slug] = reason
             reports[e.slug] = None
-            write_atomic(out / "feedback" / f"{e.slug}.txt", feedback_text(e.student, None, reason))
+            write_atomic(out / "feedback" / f"{e.slug}.txt", feedback_text(e.student, None, reason, lang=lang))
     index.close()
     if work:
         _stop_zygote()

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import click
 
-from . import zygote
+from . import i18n, zygote
+from .i18n import _
 from .registry import STEPS, get_step
 
 DEFAULT_TIMEOUT = 10.0
@@ -23,7 +24,8 @@ def _step_ids(values: tuple[str, ...]) -> list[str]:
         try:
             ids.append(get_step(v).id)
         except KeyError:
-            raise click.BadParameter(f"unknown step {v!r}; `attn-kata list` shows the steps") from None
+            raise click.BadParameter(_("unknown step {step!r}; `attn-kata list` shows the steps").format(step=v)) \
+                from None
     return ids
 
 
@@ -37,6 +39,7 @@ def main(ctx: click.Context, lang: str | None) -> None:
     from . import api
 
     ctx.obj = {"lang": lang or api.default_lang()}
+    i18n.set_lang(ctx.obj["lang"])  # every learner-facing text from here on (grader/i18n.py)
 
 
 @main.command("list")
@@ -63,7 +66,7 @@ def check(obj: dict, steps: tuple[str, ...], workspace: str, timeout: float, htm
     ok = api.check(workspace=workspace, steps=_step_ids(steps) or None, lang=obj["lang"], timeout=timeout,
                    html=html)
     if html is not None and html.exists():
-        click.echo(f"HTML report: {html}", err=True)
+        click.echo(_("HTML report: {path}").format(path=html), err=True)
     sys.exit(0 if ok else 1)
 
 
@@ -102,14 +105,14 @@ def grade(obj: dict, path: Path, fmt: str, secret: str | None, steps: tuple[str,
         text = api.grade(path=path, fmt=fmt, secret=secret, steps=_step_ids(steps) or None, timeout=timeout,
                          lang=obj["lang"], to_terminal=out is None, html=html)
     except InfrastructureError as exc:  # not the submission's fault: no report, never a 0
-        click.echo(f"attn-kata: grader infrastructure error, no report produced: {exc}", err=True)
+        click.echo(_("attn-kata: grader infrastructure error, no report produced: {error}").format(error=exc), err=True)
         sys.exit(3)
     if out is not None:
         out.write_text(text, encoding="utf-8")
     elif text:
         click.echo(text)
     if html is not None:
-        click.echo(f"HTML report: {html}", err=True)
+        click.echo(_("HTML report: {path}").format(path=html), err=True)
 
 
 @main.command()
@@ -199,8 +202,8 @@ def batch(obj: dict, directory: Path, out: Path, jobs: int | None, resume: bool,
         result = api.batch(directory=directory, out=out, jobs=jobs, resume=resume, secret=secret, timeout=timeout,
                            lang=obj["lang"], quiet=quiet)
     except KeyboardInterrupt:
-        click.echo(f"interrupted: what was graded is kept in {out}/index.sqlite; "
-                   "run the same command with --resume to finish", err=True)
+        click.echo(_("interrupted: what was graded is kept in {out}/index.sqlite; run the same command with --resume "
+                     "to finish").format(out=out), err=True)
         sys.exit(130)
     sys.exit(0 if result.ok else 1)
 

@@ -306,7 +306,7 @@ def _dropout(r: Outcome) -> list[str]:
             continue
         kept = got != 0
         fracs[p] = float((~kept).float().mean())
-        if kept.any():
+        if kept.any() and fracs[p] > 0.02:  # something was dropped: how were the survivors scaled?
             ratio = (got[kept] / w[kept]).to(torch.float64)
             if torch.allclose(ratio, torch.full_like(ratio, ratio.mean().item()), atol=1e-4, rtol=1e-3):
                 ratios[p] = ratio.mean().item()

@@ -12,8 +12,9 @@ from typing import Any
 
 import torch
 
-from . import channel, checks, diagnose, ingest, static
+from . import channel, checks, diagnose, i18n, ingest, probes, static
 from .checks import Case, CaseResult, Outcome
+from .i18n import _
 from .registry import BY_ID, STEPS, Step
 from .report import CheckResult, Report, StepResult, clean
 from .runner import run_jobs
@@ -59,7 +60,7 @@ def prepared(secret: str) -> tuple[dict[str, dict[str, Case]], dict[str, dict[st
 @functools.lru_cache(maxsize=8)
 def prepared_requests(secret: str) -> dict[str, bytes]:
     """Each step's request to a worker, encoded once per secret."""
-    plans, _ = prepared(secret)
+    plans, _refs = prepared(secret)
     return {s.id: _request(s, plans[s.id]) for s in STEPS}
 
 
@@ -70,7 +71,17 @@ def _as_doc(name: str, case: Case) -> dict[str, Any]:
 def _case_result(doc: dict[str, Any], tensors: dict[str, torch.Tensor]) -> CaseResult:
     return CaseResult(status=str(doc.get("status")), tensors=tensors, facts=doc.get("facts") or {},
                       message=clean(doc.get("message", "")), where=doc.get("where"),
-                      exception=clean(doc.get("exception", ""), 80))
+                      exception=clean(doc.get("exception", ""), 80), **_msgid(doc))
+
+
+def _msgid(entry: dict[str, Any]) -> dict[str, Any]:
+    """A worker's message template, kept only if it is one of ours (probes.MESSAGES) with plain parameters."""
+    msgid, params = entry.get("msgid"), entry.get("params")
+    if msgid not in probes.MESSAGES or not isinstance(params, dict):
+        return {}
+    if not all(isinstance(k, str) and isinstance(v, str | int | float) for k, v in params.items()):
+        return {}
+    return {"msgid": msgid, "params": {k: clean(v, 200) if isinstance(v, str) else v for k, v in params.items()}}
 
 
 def _request(step: Step, cases: dict[str, Case]) -> bytes:
@@ -88,30 +99,32 @@ def _parse_response(cases: dict[str, Case], tensors: dict[str, torch.Tensor], do
         entry = report.get(name)
         if not isinstance(entry, dict) or entry.get("status") not in (
                 "ok", "not_started", "missing", "wrong_type", "error", "memory"):
-            out[name] = CaseResult("error", {}, {}, message="no result", exception="NoResult")
+            out[name] = CaseResult("error", {}, {}, message=_("no result"), exception="NoResult")
             continue
         mine = {k.split("/", 1)[1]: v for k, v in tensors.items() if k.split("/", 1)[0] == name}
         facts = entry.get("facts") if isinstance(entry.get("facts"), dict) else {}
         where = entry.get("where") if isinstance(entry.get("where"), dict) else None
         out[name] = CaseResult(str(entry["status"]), mine, facts, clean(str(entry.get("message", ""))), where,
-                               clean(str(entry.get("exception", "")), 80))
+                               clean(str(entry.get("exception", "")), 80), **_msgid(entry))
     return out
 
 
 def _load_error_text(err: dict[str, Any]) -> str:
     where = err.get("where") or {}
-    loc = f" ({where.get('file')}, line {where.get('line')}: `{where.get('code', '')}`)" if where else ""
+    loc = _(" ({file}, line {line}: `{code}`)").format(file=where.get("file"), line=where.get("line"),
+                                                        code=where.get("code", "")) if where else ""
     return clean(f"{err.get('exception', 'Error')}: {err.get('message', '')}{loc}")
 
 
 def _step_title(step: Step, lang: str) -> str:
-    return step.title_zh if lang == "zh" else step.title
+    return i18n.step_title(step, lang)
 
 
 def _blank(step: Step, status: str, detail: str, message: str, lang: str) -> StepResult:
     specs = checks.CHECKS[step.id]
     return StepResult(step.id, _step_title(step, lang), 0.0, sum(c.points for c in specs), status,
-                      [CheckResult(c.name, 0.0, c.points, False, message) for c in specs], detail, message)
+                      [CheckResult(i18n.translate(lang, c.name), 0.0, c.points, False, message) for c in specs],
+                      detail, message)
 
 
 class Collected:
@@ -130,8 +143,14 @@ class Collected:
 def collect(path: str | Path, *, steps: Iterable[str] | None = None, secret: str | None = None,
             timeout: float = DEFAULT_TIMEOUT, lang: str = "en", config: dict[str, Any] | None = None) -> Collected:
     """Run the submission's code in a worker and gather its outputs. Never raises for the submission."""
+    with i18n.using(lang):  # the messages written here are in the report's language
+        return _collect(path, steps=steps, secret=secret, timeout=timeout, lang=lang, config=config)
+
+
+def _collect(path: str | Path, *, steps: Iterable[str] | None, secret: str | None, timeout: float, lang: str,
+             config: dict[str, Any] | None) -> Collected:
     step_list = [BY_ID[s] for s in steps] if steps else list(STEPS)
-    plans, _ = prepared(resolve_secret(secret))
+    plans, _refs = prepared(resolve_secret(secret))
     col = Collected(Path(path).name, step_list, lang)
     try:
         sub = ingest.read_submission(path)
@@ -151,7 +170,7 @@ def collect(path: str | Path, *, steps: Iterable[str] | None = None, secret: str
                 names, errors = dict(hello.get("names") or {}), dict(hello.get("errors") or {})
             except (WorkerLost, AttributeError, TypeError, ValueError) as exc:
                 reason = DETAIL_FOR_LOSS.get(getattr(exc, "reason", ""), "no_result")
-                msg = f"importing the submission failed: {getattr(exc, 'detail', exc)}"
+                msg = _("importing the submission failed: {detail}").format(detail=getattr(exc, "detail", exc))
                 for s in todo:
                     col.results.setdefault(s.id, _blank(s, "error", reason, msg, lang))
                 break
@@ -164,23 +183,24 @@ def collect(path: str | Path, *, steps: Iterable[str] | None = None, secret: str
                 elif err:
                     col.results[step.id] = _blank(step, "error", "import_error", _load_error_text(err), lang)
                 else:
-                    col.results[step.id] = _blank(step, "not_started", "not_started", "not started", lang)
+                    col.results[step.id] = _blank(step, "not_started", "not_started", _("not started"), lang)
             todo = []
             worker.send_all([requests[s.id] for s in asked])  # answers stream back, one per step
             for i, step in enumerate(asked):
                 try:
                     tensors, doc = worker.receive(timeout)
                 except WorkerLost as exc:
-                    msg = {"timeout": f"stopped after {timeout:g} s: is there an infinite loop?",
-                           "crashed": f"the worker process died ({exc.detail})",
-                           "unreadable": f"the result could not be read ({exc.detail})"}[exc.reason]
+                    msg = {"timeout": _("stopped after {timeout:g} s: is there an infinite loop?"),
+                           "crashed": _("the worker process died ({detail})"),
+                           "unreadable": _("the result could not be read ({detail})")}[exc.reason].format(
+                        timeout=timeout, detail=exc.detail)
                     col.results[step.id] = _blank(step, "error", DETAIL_FOR_LOSS[exc.reason], msg, lang)
                     todo = asked[i + 1:]
                     break
                 cases = _parse_response(plans[step.id], tensors, doc)
                 if all(r.status == "not_started" for r in cases.values()):
                     col.results[step.id] = _blank(step, "not_started", "not_implemented",
-                                                  "raises NotImplementedError", lang)
+                                                  _("raises NotImplementedError"), lang)
                 else:
                     col.learner[step.id] = cases
         finally:
@@ -188,20 +208,25 @@ def collect(path: str | Path, *, steps: Iterable[str] | None = None, secret: str
     return col
 
 
-def _detail(cases: dict[str, CaseResult]) -> tuple[str, str]:
-    """Why a judged step lost points, from what its cases did (worst first)."""
+def _detail(cases: dict[str, CaseResult], lang: str = "en") -> tuple[str, str]:
+    """Why a judged step lost points, from what its cases did (worst first), worded in `lang`."""
+    with i18n.using(lang):
+        return _detail_text(cases)
+
+
+def _detail_text(cases: dict[str, CaseResult]) -> tuple[str, str]:
     by_status = {r.status: r for r in cases.values()}
     if "memory" in by_status:
-        return "memory_limit", "ran out of memory"
+        return "memory_limit", _("ran out of memory")
     if "error" in by_status:
         r = by_status["error"]
         if r.exception == "NoResult":
-            return "no_result", "the worker sent no result for some cases"
-        return "crashed", f"raised {r.exception}: {r.message}"
+            return "no_result", _("the worker sent no result for some cases")
+        return "crashed", _("raised {exception}: {message}").format(exception=r.exception, message=r.message)
     if "wrong_type" in by_status:
-        return "wrong_type", by_status["wrong_type"].message
+        return "wrong_type", by_status["wrong_type"].text()
     if "missing" in by_status or "not_started" in by_status:
-        return "not_implemented", "part of this step is not written yet"
+        return "not_implemented", _("part of this step is not written yet")
     return "wrong_answer", ""
 
 
@@ -211,7 +236,7 @@ def judge(collected: list[Collected], *, secret: str | None = None) -> list[Repo
     jobs = []
     for i, col in enumerate(collected):
         for sid, cases in col.learner.items():
-            outcome = Outcome(sid, plans[sid], cases, ref_results[sid], col.static)
+            outcome = Outcome(sid, plans[sid], cases, ref_results[sid], col.static, lang=col.lang)
             jobs.append((f"{i}::{sid}", checks.CHECKS[sid], outcome))
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # the checks touch small tensors: threads cost more than they bring
@@ -224,12 +249,12 @@ def judge(collected: list[Collected], *, secret: str | None = None) -> list[Repo
         results = dict(col.results)
         for sid in col.learner:
             v = verdicts[f"{i}::{sid}"]
-            crs = [CheckResult(c.name, c.points if v[c.key][0] else 0.0, c.points, v[c.key][0], v[c.key][1])
-                   for c in checks.CHECKS[sid]]
+            crs = [CheckResult(i18n.translate(col.lang, c.name), c.points if v[c.key][0] else 0.0, c.points,
+                               v[c.key][0], v[c.key][1]) for c in checks.CHECKS[sid]]
             score = sum(c.score for c in crs)
             total = sum(c.max_score for c in crs)
             status = "passed" if score == total else "failed" if score == 0 else "partial"
-            detail, message = _detail(col.learner[sid]) if status != "passed" else ("passed", "")
+            detail, message = _detail(col.learner[sid], col.lang) if status != "passed" else ("passed", "")
             results[sid] = StepResult(sid, _step_title(BY_ID[sid], col.lang), score, total, status, crs, detail,
                                       message)
             if status != "passed":  # name the classic mistake the outputs show, if any

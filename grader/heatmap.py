@@ -15,6 +15,8 @@ from typing import Any
 
 import torch
 
+from . import i18n
+from .i18n import N_
 from .report import Report
 
 # step id -> cases whose output ("out") is a matrix of attention weights, with what produced it
@@ -89,7 +91,13 @@ def matrices(collected: Any, secret: str | None = None) -> dict[str, list[Matrix
     """The weight matrices of every collected step that has some: step id -> [Matrix]."""
     from . import engine
 
-    _, ref = engine.prepared(engine.resolve_secret(secret))
+    _plans, ref = engine.prepared(engine.resolve_secret(secret))
+    with i18n.using(collected.lang):  # the notes are in the report's language
+        return _matrices(collected, ref)
+
+
+def _matrices(collected: Any, ref: dict[str, Any]) -> dict[str, list[Matrix]]:
+    _ = i18n._
     out: dict[str, list[Matrix]] = {}
     for step in collected.step_list:
         for case, label in WEIGHT_CASES.get(step.id, ()):
@@ -101,17 +109,17 @@ def matrices(collected: Any, secret: str | None = None) -> dict[str, list[Matrix
             got, note = None, ""
             if learner is None:
                 settled = collected.results.get(step.id)
-                note = settled.status if settled is not None else "no result"
+                note = i18n.status(settled.status) if settled is not None else _("no result")
             elif learner.status != "ok":
-                note = learner.message or learner.status
+                note = learner.text() or learner.status
             else:
                 raw = learner.tensors.get("out")
                 got = _matrix(raw)
                 if got is None:
-                    note = (f"not a matrix: shape {tuple(raw.shape)}" if isinstance(raw, torch.Tensor)
-                            else "no tensor returned")
+                    note = (_("not a matrix: shape {shape}").format(shape=tuple(raw.shape))
+                            if isinstance(raw, torch.Tensor) else _("no tensor returned"))
                 elif got.shape != want.shape:
-                    note = f"shape {tuple(got.shape)}, expected {tuple(want.shape)}"
+                    note = _("shape {shape}, expected {want}").format(shape=tuple(got.shape), want=tuple(want.shape))
             out.setdefault(step.id, []).append(Matrix(step.id, case, label, want, got, note))
     return out
 
@@ -155,19 +163,17 @@ def ink(rgb: tuple[int, int, int]) -> str:
 
 # --- terminal ----------------------------------------------------------------------------------------
 
-TEXT = {
-    "yours": ("yours", "你的结果"),
-    "expected": ("expected", "参考答案"),
-    "legend": ("• differs from expected   dark = 0, yellow = {vmax:.3g}",
-               "• 与参考答案不同   深色 = 0，黄色 = {vmax:.3g}"),
-    "legend_leak": ("✗ future position with non-zero weight (must be 0)   ", "✗ 未来位置的权重不为 0（应为 0）   "),
-    "leaks": ("{n} future position(s) leak attention", "{n} 个未来位置泄漏了注意力"),
+TEXT: dict[str, str] = {  # msgids: the Chinese is in the message catalogue (grader/i18n.py)
+    "yours": N_("yours"),
+    "expected": N_("expected"),
+    "legend": N_("• differs from expected   dark = 0, yellow = {vmax:.3g}"),
+    "legend_leak": N_("✗ future position with non-zero weight (must be 0)   "),
+    "leaks": N_("{n} future position(s) leak attention"),
 }
 
 
 def _t(key: str, lang: str, **kw: Any) -> str:
-    en, zh = TEXT[key]
-    return (zh if lang == "zh" else en).format(**kw)
+    return i18n.translate(lang, TEXT[key]).format(**kw)
 
 
 def _terminal_grid(m: torch.Tensor, vmax: float, leaked: torch.Tensor | None, differs: torch.Tensor | None):

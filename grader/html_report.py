@@ -16,39 +16,36 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from . import i18n
 from .heatmap import Matrix, colour, hex_colour, ink
+from .i18n import N_
 from .registry import BY_ID
 from .report import Report
 
 STATUS_COLOUR = {"passed": "#1a7f37", "partial": "#9a6700", "failed": "#cf222e", "not_started": "#6e7781",
                  "error": "#8250df"}
-STATUS_ZH = {"passed": "通过", "partial": "部分通过", "failed": "未通过", "not_started": "未开始", "error": "出错"}
 
-TEXT = {
-    "title": ("attention-kata report", "attention-kata 评分报告"),
-    "score": ("score", "得分"),
-    "step": ("step", "步骤"),
-    "status": ("status", "状态"),
-    "checks": ("checks", "检查项"),
-    "weights": ("Attention weights", "注意力权重"),
-    "yours": ("yours", "你的结果"),
-    "expected": ("expected", "参考答案"),
-    "no_matrix": ("no matrix from your code: {note}", "你的代码没有给出矩阵：{note}"),
-    "leaks": ("{n} future position(s) leak attention: they must get exactly 0 weight "
-              "(fill the scores with -inf before the softmax)",
-              "{n} 个未来位置泄漏了注意力：它们的权重必须恰好为 0（softmax 之前用 -inf 填充注意力得分）"),
-    "legend": ("colour: dark = 0, yellow = {vmax:.3g}; red outline ✗ = future position with non-zero weight; "
-               "dashed outline = differs from expected; rows = queries, columns = keys",
-               "颜色：深色 = 0，黄色 = {vmax:.3g}；红框 ✗ = 未来位置的权重不为 0；虚线框 = 与参考答案不同；"
-               "行 = 查询（query），列 = 键（key）"),
-    "generated": ("generated {when} by attn-kata {version}", "由 attn-kata {version} 生成于 {when}"),
-    "notes": ("notes", "备注"),
+TEXT: dict[str, str] = {  # msgids: the Chinese is in the message catalogue (grader/i18n.py)
+    "title": N_("attention-kata report"),
+    "score": N_("score"),
+    "step": N_("step"),
+    "status": N_("status"),
+    "checks": N_("checks"),
+    "weights": N_("Attention weights"),
+    "yours": N_("yours"),
+    "expected": N_("expected"),
+    "no_matrix": N_("no matrix from your code: {note}"),
+    "leaks": N_("{n} future position(s) leak attention: they must get exactly 0 weight (fill the scores "
+               "with -inf before the softmax)"),
+    "legend": N_("colour: dark = 0, yellow = {vmax:.3g}; red outline ✗ = future position with non-zero "
+                "weight; dashed outline = differs from expected; rows = queries, columns = keys"),
+    "generated": N_("generated {when} by attn-kata {version}"),
+    "notes": N_("notes"),
 }
 
 
 def _t(key: str, lang: str, **kw: Any) -> str:
-    en, zh = TEXT[key]
-    return (zh if lang == "zh" else en).format(**kw)
+    return i18n.translate(lang, TEXT[key]).format(**kw)
 
 
 def _e(text: Any) -> str:
@@ -114,12 +111,13 @@ def _heatmap(m: Any, vmax: float, leaked: Any = None, differs: Any = None, who: 
 
 
 def _status_text(status: str, lang: str) -> str:
-    return STATUS_ZH.get(status, status) if lang == "zh" else status.replace("_", " ")
+    with i18n.using(lang):
+        return i18n.status(status)
 
 
 def _matrix_section(mat: Matrix, lang: str) -> str:
     vmax = mat.vmax
-    note = _status_text(mat.note, lang) if mat.note in STATUS_ZH else mat.note
+    note = mat.note
     parts = [f'<div class="matrix" data-step="{_e(mat.step)}" data-case="{_e(mat.case)}" '
              f'data-leaks="{mat.leak_count}">', f"<h3>{_e(mat.label)} <span class=sub>[{_e(mat.case)}]</span></h3>",
              '<div class="pair">']

@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .i18n import _
 from .registry import STEPS
 
 MAX_SOURCE_BYTES = 2 * 1024 * 1024
@@ -48,7 +49,8 @@ class Submission:
 def _read_text(path: Path) -> str:
     size = path.stat().st_size
     if size > MAX_SOURCE_BYTES:
-        raise SubmissionError(f"{path.name} is {size} bytes; the limit is {MAX_SOURCE_BYTES}")
+        raise SubmissionError(_("{name} is {size} bytes; the limit is {limit}").format(name=path.name, size=size,
+                                                                                   limit=MAX_SOURCE_BYTES))
     return path.read_bytes().decode("utf-8", errors="replace")
 
 
@@ -58,7 +60,7 @@ def notebook_units(text: str, module: str = "notebook") -> tuple[list[Unit], lis
         nb = json.loads(text)
         cells = nb["cells"]
     except (ValueError, KeyError, TypeError) as exc:
-        raise SubmissionError(f"not a readable notebook: {exc}") from None
+        raise SubmissionError(_("not a readable notebook: {error}").format(error=exc)) from None
     units: list[Unit] = []
     notes: list[str] = []
     for i, cell in enumerate(cells, start=1):
@@ -68,11 +70,12 @@ def notebook_units(text: str, module: str = "notebook") -> tuple[list[Unit], lis
         src = "".join(src) if isinstance(src, list) else str(src)
         lines = src.splitlines()
         if lines and lines[0].lstrip().startswith("%%"):
-            notes.append(f"cell {i}: cell magic {lines[0].split()[0]} skipped")
+            notes.append(_("cell {i}: cell magic {magic} skipped").format(i=i, magic=lines[0].split()[0]))
             continue
         for j, line in enumerate(lines):
             if MAGIC.match(line):
-                notes.append(f"cell {i}: `{line.strip()[:40]}` removed (magics and shell escapes do not run here)")
+                notes.append(_("cell {i}: `{line}` removed (magics and shell escapes do not run here)").format(
+                    i=i, line=line.strip()[:40]))
                 indent = line[: len(line) - len(line.lstrip())]
                 lines[j] = f"{indent}pass  # {line.strip()}"  # keeps line numbers and blocks valid
         units.append(Unit(module, f"cell {i}", "\n".join(lines)))
@@ -82,7 +85,7 @@ def notebook_units(text: str, module: str = "notebook") -> tuple[list[Unit], lis
 def read_submission(path: str | Path) -> Submission:
     p = Path(path)
     if not p.exists():
-        raise SubmissionError(f"{p}: no such file or directory")
+        raise SubmissionError(_("{path}: no such file or directory").format(path=p))
     if p.is_dir():
         units = [Unit(s.id, s.file, _read_text(p / s.file)) for s in STEPS if (p / s.file).is_file()]
         # helper modules the learner may import from their own files
@@ -95,4 +98,4 @@ def read_submission(path: str | Path) -> Submission:
     if p.suffix == ".ipynb":
         units, notes = notebook_units(_read_text(p))
         return Submission(p, "ipynb", units, notes)
-    raise SubmissionError(f"{p.name}: expected a directory, a .py file or a .ipynb notebook")
+    raise SubmissionError(_("{name}: expected a directory, a .py file or a .ipynb notebook").format(name=p.name))

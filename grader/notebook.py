@@ -6,9 +6,10 @@ import html
 import sys
 from typing import Any
 
+from . import i18n
+from .i18n import _
 from .registry import get_step
 from .report import Report
-from .reporters import STATUS_ZH
 
 _COLOURS = {"passed": "#1a7f37", "partial": "#9a6700", "failed": "#cf222e", "not_started": "#6e7781",
             "error": "#8250df"}
@@ -25,10 +26,14 @@ def _in_jupyter() -> bool:
 
 
 def to_html(report: Report, lang: str = "en") -> str:
-    zh = lang == "zh"
+    with i18n.using(lang):
+        return _to_html(report)
+
+
+def _to_html(report: Report) -> str:
     rows = []
     for s in report.steps:
-        status = STATUS_ZH.get(s.status, s.status) if zh else s.status.replace("_", " ")
+        status = i18n.status(s.status)
         detail = ""
         if s.status == "error" and s.message:
             detail = html.escape(s.message)
@@ -39,17 +44,21 @@ def to_html(report: Report, lang: str = "en") -> str:
                     f"{html.escape(s.title)}</small></td><td style='color:{_COLOURS.get(s.status, '')}'>"
                     f"<b>{html.escape(status)}</b></td><td>{s.score:g}/{s.max_score:g}</td>"
                     f"<td style='text-align:left'>{detail}</td></tr>")
-    head = ("#", "步骤", "状态", "得分", "说明") if zh else ("#", "step", "status", "score", "details")
+    head = ("#", _("step"), _("status"), _("score"), _("details"))
     return (f"<table class='attn-kata'><caption style='text-align:left'><b>attention-kata: {report.score:g} / "
             f"{report.max_score:g}</b></caption><thead><tr>" + "".join(f"<th>{h}</th>" for h in head) +
             "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
 
 
 def to_text(report: Report, lang: str = "en") -> str:
-    zh = lang == "zh"
+    with i18n.using(lang):
+        return _to_text(report)
+
+
+def _to_text(report: Report) -> str:
     lines = [f"attention-kata: {report.score:g} / {report.max_score:g}"]
     for s in report.steps:
-        status = STATUS_ZH.get(s.status, s.status) if zh else s.status.replace("_", " ")
+        status = i18n.status(s.status)
         lines.append(f"{get_step(s.id).number:>2}. {s.id:<20} {status:<12} {s.score:g}/{s.max_score:g}")
         if s.status == "error" and s.message:
             lines.append(f"      ! {s.message}")

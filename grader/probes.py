@@ -16,12 +16,31 @@ from typing import Any
 import torch
 import torch.nn as nn
 
+from .i18n import N_, Msg
+
 Outputs = dict[str, Any]  # str -> torch.Tensor | JSON-able fact
 PROBES: dict[str, Callable[..., Outputs]] = {}
 
 
-class WrongType(Exception):
-    """The learner's code returned something that is not what the step asks for."""
+class WrongType(Msg):
+    """The learner's code returned something that is not what the step asks for.
+
+    It carries a msgid and parameters (never a language): the trusted side words it for the report."""
+
+
+NO_PARAMETER = N_("the module has no parameter `{name}` of shape {shape} (it has: {have})")
+NO_PARAMETER_AT_ALL = N_("the module has no parameter `{name}` of shape {shape} (it has none)")
+# every template a worker may send back (probes here, the worker's own in grader/worker.py)
+MESSAGES = frozenset({
+    N_("{what} returned {type}, expected a torch.Tensor"),
+    NO_PARAMETER,
+    NO_PARAMETER_AT_ALL,
+    N_("parameter `{name}` has shape {shape}, expected {want}"),
+    N_("{cls}(...) built a {type}, expected an nn.Module"),
+    N_("`{name}` is not defined"),
+    N_("{key}: unsupported tensor ({dtype}, {layout})"),
+    N_("{key}: a result of {n} elements is far larger than this step's answer"),
+})
 
 
 def probe(fn: Callable[..., Outputs]) -> Callable[..., Outputs]:
@@ -31,7 +50,7 @@ def probe(fn: Callable[..., Outputs]) -> Callable[..., Outputs]:
 
 def _tensor(value: Any, what: str) -> torch.Tensor:
     if not isinstance(value, torch.Tensor):
-        raise WrongType(f"{what} returned {type(value).__name__}, expected a torch.Tensor")
+        raise WrongType("{what} returned {type}, expected a torch.Tensor", what=what, type=type(value).__name__)
     return value
 
 
@@ -72,11 +91,13 @@ def _load_weights(module: nn.Module, weights: Mapping[str, torch.Tensor]) -> Non
     params = dict(module.named_parameters())
     for name, w in weights.items():
         if name not in params:
-            have = ", ".join(f"{n} {tuple(p.shape)}" for n, p in params.items()) or "none"
-            raise WrongType(f"the module has no parameter `{name}` of shape {tuple(w.shape)} (it has: {have})")
+            have = ", ".join(f"{n} {tuple(p.shape)}" for n, p in params.items())
+            raise WrongType(NO_PARAMETER if have else NO_PARAMETER_AT_ALL, name=name, shape=str(tuple(w.shape)),
+                            have=have)
         p = params[name]
         if tuple(p.shape) != tuple(w.shape):
-            raise WrongType(f"parameter `{name}` has shape {tuple(p.shape)}, expected {tuple(w.shape)}")
+            raise WrongType("parameter `{name}` has shape {shape}, expected {want}", name=name,
+                            shape=str(tuple(p.shape)), want=str(tuple(w.shape)))
         with torch.no_grad():
             p.copy_(w)
 
@@ -100,7 +121,7 @@ def _build(ns: Mapping[str, Any], cls: str, ctor: dict[str, Any], seed: int | No
         torch.default_generator.manual_seed(seed)  # = torch.manual_seed on the CPU, without CUDA set-up
     module = ns[cls](**ctor)
     if not isinstance(module, nn.Module):
-        raise WrongType(f"{cls}(...) built a {type(module).__name__}, expected an nn.Module")
+        raise WrongType("{cls}(...) built a {type}, expected an nn.Module", cls=cls, type=type(module).__name__)
     return module
 
 

@@ -9,10 +9,11 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from . import i18n
+from .i18n import _
 from .report import Report
 
 STATUS_STYLE = {"passed": "green", "partial": "yellow", "failed": "red", "not_started": "dim", "error": "magenta"}
-STATUS_ZH = {"passed": "通过", "partial": "部分通过", "failed": "未通过", "not_started": "未开始", "error": "出错"}
 
 
 def to_json(report: Report) -> str:
@@ -20,17 +21,22 @@ def to_json(report: Report) -> str:
 
 
 def table(report: Report, console: Console, lang: str = "en", verbose: bool = True) -> None:
-    head = "步骤" if lang == "zh" else "step"
+    with i18n.using(lang):
+        _table(report, console, lang, verbose)
+
+
+def _table(report: Report, console: Console, lang: str, verbose: bool) -> None:
+    head = _("step")
     t = Table(title=f"{report.submission}: {report.score:g} / {report.max_score:g}", title_justify="left",
               show_lines=False, expand=False)
     t.add_column("#", justify="right")
     t.add_column(head)
-    t.add_column("状态" if lang == "zh" else "status")
-    t.add_column("得分" if lang == "zh" else "score", justify="right")
+    t.add_column(_("status"))
+    t.add_column(_("score"), justify="right")
     from .registry import BY_ID
 
     for s in report.steps:
-        status = STATUS_ZH.get(s.status, s.status) if lang == "zh" else s.status.replace("_", " ")
+        status = i18n.status(s.status)
         t.add_row(str(BY_ID[s.id].number), f"{s.id}\n[dim]{s.title}[/dim]" if verbose else s.id,
                   Text(status, style=STATUS_STYLE.get(s.status, "")), f"{s.score:g}/{s.max_score:g}")
         if not verbose or s.status in ("passed", "not_started"):
@@ -45,11 +51,11 @@ def table(report: Report, console: Console, lang: str = "en", verbose: bool = Tr
                 line.append(f"\n    {c.message}")
                 t.add_row("", line, "", "")
         for d in getattr(s, "diagnoses", None) or []:
-            label = "诊断：" if lang == "zh" else "diagnosis: "
+            label = _("diagnosis: ")
             t.add_row("", Text(f"  ⚑ {label}{d.get('message', '')}", style="cyan"), "", "")
     console.print(t)
     for note in report.notes:
-        console.print(f"[dim]note: {note}[/dim]")
+        console.print(Text(_("note: {note}").format(note=note), style="dim"))
 
 
 def gradescope(report: Report, execution_time: float | None = None) -> dict[str, Any]:

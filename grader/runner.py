@@ -11,7 +11,9 @@ from typing import Any
 
 import pytest
 
+from . import i18n
 from .checks import CheckSpec, Failed, Outcome
+from .i18n import N_, _
 from .report import clean
 
 CHECKS_DIR = Path(__file__).resolve().parent / "checks"
@@ -37,6 +39,10 @@ class KataPlugin:
 
     def judge(self, job: Job) -> None:
         key, specs, outcome = job
+        with i18n.using(outcome.lang):  # the checks word their messages in the report's language
+            self._judge(key, specs, outcome)
+
+    def _judge(self, key: str, specs: list[CheckSpec], outcome: Outcome) -> None:
         verdicts = self.verdicts.setdefault(key, {})
         for spec in specs:
             try:
@@ -45,8 +51,9 @@ class KataPlugin:
             except Failed as exc:
                 verdicts[spec.key] = (False, clean(str(exc)))
             except Exception as exc:  # a check must explain itself; anything else is the grader's own bug
-                verdicts[spec.key] = (False, clean(f"internal grader error: {type(exc).__name__}: {exc}"))
-        failed = [k for k, (ok, _) in verdicts.items() if not ok]
+                verdicts[spec.key] = (False, clean(_("internal grader error: {exception}: {message}").format(
+                    exception=type(exc).__name__, message=exc)))
+        failed = [k for k, (ok, _msg) in verdicts.items() if not ok]
         if failed:  # so pytest's own report of the item is truthful too
             raise Failed(f"{len(failed)} check(s) failed")
 
@@ -77,7 +84,8 @@ def run_jobs(jobs: list[Job]) -> dict[str, dict[str, tuple[bool, str]]]:
             "-p", "no:terminal"]
     with _isolated_env(), contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         pytest.main(args, plugins=[plugin])
-    for key, specs, _ in jobs:  # a check pytest never ran (collection trouble) counts as failed, visibly
+    for key, specs, outcome in jobs:  # a check pytest never ran (collection trouble) counts as failed, visibly
         for c in specs:
-            plugin.verdicts.setdefault(key, {}).setdefault(c.key, (False, "internal grader error: check did not run"))
+            plugin.verdicts.setdefault(key, {}).setdefault(
+                c.key, (False, i18n.translate(outcome.lang, N_("internal grader error: check did not run"))))
     return plugin.verdicts

@@ -22,7 +22,9 @@ from typing import IO, Any
 
 from rich.console import Console
 
+from . import i18n
 from .engine import DEFAULT_TIMEOUT
+from .i18n import N_
 from .registry import BY_ID, STEPS, Step
 
 POLL = 0.1
@@ -30,51 +32,42 @@ WATCHED = (".py", ".ipynb")
 STUB_LINE = "raise NotImplementedError  # your code here"
 ROOT = Path(__file__).resolve().parent.parent
 
-TEXT: dict[str, tuple[str, str]] = {
-    "watching": ("watching {ws}/ · save a file to re-grade", "正在监视 {ws}/ · 保存文件即重新评分"),
-    "step": ("step {n}/{total}: {title} (§{section})", "步骤 {n}/{total}：{title}（§{section}）"),
-    "edit": ("edit {path}", "编辑 {path}"),
-    "keys": ("n + Enter: next step · p: previous · h: hint · Enter: re-grade · q: quit",
-             "n + 回车：下一步 · p：上一步 · h：提示 · 回车：重新评分 · q：退出"),
-    "graded": ("graded in {s:.2f} s at {when}", "评分用时 {s:.2f} 秒（{when}）"),
-    "grading": ("grading {step}…", "正在评分 {step}…"),
-    "passed": ("✓ {step} passed! press n + Enter for the next step ({nxt})",
-               "✓ {step} 已通过！按 n + 回车进入下一步（{nxt}）"),
-    "passed_last": ("✓ {step} passed! that was the last step", "✓ {step} 已通过！这是最后一步"),
-    "all_done": ("all {total} steps passed: well done!", "全部 {total} 个步骤已通过，太棒了！"),
-    "unlocked": ("the reference solution is unlocked: `attn-kata solution {step}`",
-                 "参考答案已解锁：`attn-kata solution {step}`"),
-    "not_yet": ("keep going: save {path} to re-grade · stuck? h + Enter for a hint",
-                "继续加油：保存 {path} 即重新评分 · 卡住了？输入 h + 回车查看提示"),
-    "last": ("this is the last step", "这已经是最后一步"),
-    "first": ("this is the first step", "这已经是第一步"),
-    "error": ("the grader failed: {err}", "评分器出错：{err}"),
-    "bye": ("bye: your progress is kept in {ws}/.attn-kata/", "再见：进度保存在 {ws}/.attn-kata/"),
-    "no_ws": ("no workspace at {ws}/: run from the kata's folder, or pass --path",
-              "找不到练习目录 {ws}/：请在练习所在目录运行，或用 --path 指定"),
-    "unknown": ("unknown command {cmd!r}", "未知命令 {cmd!r}"),
-    "reset_ask": ("replace {path} with the empty stub? your version is kept in {backup}",
-                  "用空白模板替换 {path}？你的版本会保存到 {backup}"),
-    "reset_done": ("{path} is the stub again (from {source})", "{path} 已恢复为空白模板（来源：{source}）"),
-    "reset_kept": ("your version: {backup}", "你原来的版本：{backup}"),
-    "reset_none": ("no stub found for {step}", "找不到 {step} 的空白模板"),
-    "reset_cancel": ("nothing changed", "未做任何修改"),
-    "locked": ("the solution of {step} unlocks once the step passes (now: {status}); "
-               "`attn-kata check {step}` or `attn-kata watch`, and `attn-kata hint {step}` when stuck",
-               "{step} 的参考答案在该步骤通过后解锁（当前：{status}）；运行 `attn-kata check {step}` 或 "
-               "`attn-kata watch`，卡住时运行 `attn-kata hint {step}`"),
-    "never": ("not graded yet", "尚未评分"),
-    "no_solution": ("no solution file for {step} at {path}", "在 {path} 找不到 {step} 的参考答案"),
+TEXT: dict[str, str] = {  # msgids: the Chinese is in the message catalogue (grader/i18n.py)
+    "watching": N_("watching {ws}/ · save a file to re-grade"),
+    "step": N_("step {n}/{total}: {title} (§{section})"),
+    "edit": N_("edit {path}"),
+    "keys": N_("n + Enter: next step · p: previous · h: hint · Enter: re-grade · q: quit"),
+    "graded": N_("graded in {s:.2f} s at {when}"),
+    "grading": N_("grading {step}…"),
+    "passed": N_("✓ {step} passed! press n + Enter for the next step ({nxt})"),
+    "passed_last": N_("✓ {step} passed! that was the last step"),
+    "all_done": N_("all {total} steps passed: well done!"),
+    "unlocked": N_("the reference solution is unlocked: `attn-kata solution {step}`"),
+    "not_yet": N_("keep going: save {path} to re-grade · stuck? h + Enter for a hint"),
+    "last": N_("this is the last step"),
+    "first": N_("this is the first step"),
+    "error": N_("the grader failed: {err}"),
+    "bye": N_("bye: your progress is kept in {ws}/.attn-kata/"),
+    "no_ws": N_("no workspace at {ws}/: run from the kata's folder, or pass --path"),
+    "unknown": N_("unknown command {cmd!r}"),
+    "reset_ask": N_("replace {path} with the empty stub? your version is kept in {backup}"),
+    "reset_done": N_("{path} is the stub again (from {source})"),
+    "reset_kept": N_("your version: {backup}"),
+    "reset_none": N_("no stub found for {step}"),
+    "reset_cancel": N_("nothing changed"),
+    "locked": N_("the solution of {step} unlocks once the step passes (now: {status}); `attn-kata check "
+                "{step}` or `attn-kata watch`, and `attn-kata hint {step}` when stuck"),
+    "never": N_("not graded yet"),
+    "no_solution": N_("no solution file for {step} at {path}"),
 }
 
 
 def _t(key: str, lang: str, **kw: Any) -> str:
-    en, zh = TEXT[key]
-    return (zh if lang == "zh" else en).format(**kw)
+    return i18n.translate(lang, TEXT[key]).format(**kw)
 
 
 def _title(step: Step, lang: str) -> str:
-    return step.title_zh if lang == "zh" else step.title
+    return i18n.step_title(step, lang)
 
 
 # --- watching -----------------------------------------------------------------------------------------
@@ -357,7 +350,8 @@ def stub_source(step: Step, target: Path) -> tuple[str, str] | None:
 
     sol = solutions_dir() / step.file
     try:
-        return stub_from_solution(sol.read_text(encoding="utf-8")), f"{sol} (made from the solution)"
+        return (stub_from_solution(sol.read_text(encoding="utf-8")),
+                i18n._("{path} (made from the solution)").format(path=sol))
     except (OSError, SyntaxError):
         return None
 
@@ -417,13 +411,12 @@ def solution_unlocked(step_id: str, workspace: str | Path) -> tuple[bool, str]:
 def show_solution(*, step: str, workspace: str | Path = "exercises", lang: str = "en") -> int:
     """`attn-kata solution STEP`: print solutions/<id>.py once the step has passed."""
     from .reference import solutions_dir
-    from .reporters import STATUS_ZH
 
     s = BY_ID[step]
     console = Console()
     ok, status = solution_unlocked(s.id, workspace)
     if not ok:
-        shown = (STATUS_ZH.get(status, status) if lang == "zh" else status.replace("_", " ")) if status else \
+        shown = i18n.translate(lang, i18n.STATUS.get(status, status)) if status else \
             _t("never", lang)
         console.print(_t("locked", lang, step=s.id, status=shown), style="yellow", markup=False, highlight=False)
         return 1

@@ -134,6 +134,13 @@ def _plain(value: Any) -> Any:
     return str(value)[:200]
 
 
+def _msg(msgid: str, **params: Any) -> dict[str, Any]:
+    """A message as the English text plus its template and parameters: the grader words it in the report's
+    language (the worker knows none)."""
+    plain = {k: v if isinstance(v, int | float) else str(v)[:200] for k, v in params.items()}
+    return {"message": str(probes.WrongType(msgid, **plain))[:MAX_MESSAGE], "msgid": msgid, "params": plain}
+
+
 def run_case(ns: dict[str, Any], case: dict[str, Any], inputs: dict[str, torch.Tensor],
              labels: set[str]) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
     sandbox.reset_torch_state(case["seed"])
@@ -144,10 +151,10 @@ def run_case(ns: dict[str, Any], case: dict[str, Any], inputs: dict[str, torch.T
     except KeyError as exc:
         missing = exc.args[0] if exc.args else None
         if missing in ALL_NAMES and missing not in ns:
-            return {"status": "missing", "message": f"`{missing}` is not defined"}, {}
+            return {"status": "missing", **_msg("`{name}` is not defined", name=missing)}, {}
         return {"status": "error", **describe_error(exc, labels)}, {}
     except probes.WrongType as exc:
-        return {"status": "wrong_type", "message": str(exc)[:MAX_MESSAGE]}, {}
+        return {"status": "wrong_type", **_msg(exc.msgid, **exc.params)}, {}
     except MemoryError as exc:
         return {"status": "memory", **describe_error(exc, labels)}, {}
     except BaseException as exc:
@@ -158,11 +165,12 @@ def run_case(ns: dict[str, Any], case: dict[str, Any], inputs: dict[str, torch.T
         if isinstance(value, torch.Tensor):
             t = value.as_subclass(torch.Tensor) if type(value) is not torch.Tensor else value
             if t.is_complex() or t.layout != torch.strided:
-                return {"status": "wrong_type", "message": f"{key}: unsupported tensor ({t.dtype}, {t.layout})"}, {}
+                return {"status": "wrong_type", **_msg("{key}: unsupported tensor ({dtype}, {layout})", key=key,
+                                                       dtype=str(t.dtype), layout=str(t.layout))}, {}
             tensors[key] = t
             if sum(v.numel() for v in tensors.values()) > MAX_RESULT_ELEMENTS:
-                return {"status": "wrong_type", "message": f"{key}: a result of {t.numel()} elements is far larger "
-                        "than this step's answer"}, {}
+                return {"status": "wrong_type", **_msg("{key}: a result of {n} elements is far larger than this "
+                                                       "step's answer", key=key, n=t.numel())}, {}
         else:
             facts[key] = _plain(value)
     return {"status": "ok", "facts": facts}, tensors

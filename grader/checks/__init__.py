@@ -18,6 +18,7 @@ from typing import Any
 
 import torch
 
+from ..i18n import _
 from ..registry import STEPS
 
 
@@ -108,6 +109,17 @@ class CaseResult:
     message: str = ""
     where: dict[str, Any] | None = None
     exception: str = ""
+    msgid: str = ""  # a known template (grader.probes.MESSAGES) for `message`, formatted in the report's language
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def text(self) -> str:
+        """`message` in the current language (the worker sends English plus a msgid and its parameters)."""
+        if self.msgid:
+            try:
+                return _(self.msgid).format(**self.params)
+            except (KeyError, IndexError, ValueError, AttributeError):
+                pass
+        return self.message
 
 
 @dataclass
@@ -119,18 +131,20 @@ class Outcome:
     learner: dict[str, CaseResult]
     reference: dict[str, CaseResult]
     static: dict[str, Any] = field(default_factory=dict)  # facts read from the source, in this process
+    lang: str = "en"  # the report's language: checks word their messages in it (grader.i18n)
 
     def _get(self, results: dict[str, CaseResult], case: str, key: str, who: str) -> Any:
         res = results.get(case)
         if res is None:
-            raise Failed(f"no result for case {case}")
+            raise Failed(_("no result for case {case}").format(case=case))
         if res.status != "ok":
-            raise Failed(describe_failure(res) if who == "learner" else f"reference failed: {res.message}")
+            raise Failed(describe_failure(res) if who == "learner"
+                         else _("reference failed: {message}").format(message=res.message))
         if key in res.tensors:
             return res.tensors[key]
         if key in res.facts:
             return res.facts[key]
-        raise Failed(f"no `{key}` in the result")
+        raise Failed(_("no `{key}` in the result").format(key=key))
 
     def got(self, case: str, key: str = "out") -> Any:
         return self._get(self.learner, case, key, "learner")
@@ -148,17 +162,17 @@ class Outcome:
 
 def describe_failure(res: CaseResult) -> str:
     if res.status == "not_started":
-        return "not implemented yet (raises NotImplementedError)"
-    if res.status == "missing":
-        return res.message
-    if res.status == "wrong_type":
-        return res.message
+        return _("not implemented yet (raises NotImplementedError)")
+    if res.status in ("missing", "wrong_type"):
+        return res.text()
     where = ""
     if res.where:
-        where = f" at {res.where.get('file')} line {res.where.get('line')}: `{res.where.get('code', '')}`"
+        where = _(" at {file} line {line}: `{code}`").format(file=res.where.get("file"), line=res.where.get("line"),
+                                                            code=res.where.get("code", ""))
     if res.status == "memory":
-        return f"ran out of memory{where}"
-    return f"your code raised {res.exception}{where}: {res.message}"
+        return _("ran out of memory{where}").format(where=where)
+    return _("your code raised {exception}{where}: {message}").format(exception=res.exception, where=where,
+                                                                     message=res.message)
 
 
 def load_all() -> None:

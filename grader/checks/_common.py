@@ -6,6 +6,7 @@ from typing import Any
 
 import torch
 
+from ..i18n import _
 from . import Case, Gen, Outcome, expect
 
 
@@ -48,9 +49,11 @@ def grads_match(r: Outcome, case: str, what: str) -> None:
     want = r.want(case, "grads")
     got = r.got(case, "grads")
     missing = [n for n in want if not got.get(n)]
-    expect.true(not missing, f"no gradient reaches {', '.join(missing)}: is something detached, or unused?")
+    expect.true(not missing, _("no gradient reaches {names}: is something detached, or unused?").format(
+        names=", ".join(missing)))
     for n in want:
-        expect.close(r.got(case, f"grad.{n}"), r.want(case, f"grad.{n}"), f"{what}: gradient of {n}")
+        expect.close(r.got(case, f"grad.{n}"), r.want(case, f"grad.{n}"),
+                     _("{what}: gradient of {name}").format(what=what, name=n))
 
 
 def no_future(r: Outcome, case: str, cut: int, what: str) -> None:
@@ -61,5 +64,6 @@ def no_future(r: Outcome, case: str, cut: int, what: str) -> None:
     changed = ~torch.isclose(a[:, :cut], b[:, :cut], atol=1e-6, rtol=1e-5)
     if changed.any():
         pos = int(torch.nonzero(changed)[0][1])
-        raise expect.Failed(f"{what}: output at position {pos} changed when tokens {cut}.. changed: "
-                            "a token can see the future (is the causal mask applied before the softmax?)")
+        raise expect.Failed(_("{what}: output at position {pos} changed when tokens {cut}.. changed: "
+                              "a token can see the future (is the causal mask applied before the softmax?)").format(
+            what=what, pos=pos, cut=cut))

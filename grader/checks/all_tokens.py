@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import torch
 
+from ..i18n import N_, _
 from . import JOURNEY, Case, Gen, Outcome, cases, check, expect
 from ._common import call
 
@@ -12,7 +13,7 @@ SQ = ("num_tokens", "num_tokens")
 
 
 @cases(STEP)
-def _(g: Gen) -> dict[str, Case]:
+def _cases(g: Gen) -> dict[str, Case]:
     n, d = g.int(5, 9), g.int(2, 4)
     return {
         "scores_book": call("all_attention_scores", g, inputs=JOURNEY),
@@ -25,38 +26,39 @@ def _(g: Gen) -> dict[str, Case]:
     }
 
 
-@check(STEP, "all_attention_scores = inputs @ inputs.T")
-def _(r: Outcome) -> None:
+@check(STEP, N_("all_attention_scores = inputs @ inputs.T"))
+def _check(r: Outcome) -> None:
     for case in ("scores_book", "scores"):
-        expect.close(r.got(case), r.want(case), "attention scores", SQ)
+        expect.close(r.got(case), r.want(case), _("attention scores"), SQ)
 
 
-@check(STEP, "all_attention_weights: softmax of each row, rows sum to 1")
-def _(r: Outcome) -> None:
-    got = expect.tensor(r.got("weights"), "attention weights")
-    expect.shape(got, r.want("weights").shape, "attention weights", SQ)
+@check(STEP, N_("all_attention_weights: softmax of each row, rows sum to 1"))
+def _check(r: Outcome) -> None:
+    got = expect.tensor(r.got("weights"), _("attention weights"))
+    expect.shape(got, r.want("weights").shape, _("attention weights"), SQ)
     sums = got.sum(dim=-1)
     expect.true(bool(torch.allclose(sums, torch.ones_like(sums), atol=1e-5)),
-                "rows of the attention weights do not sum to 1: normalise along dim=-1 (each row)")
-    expect.close(got, r.want("weights"), "attention weights", SQ)
+                _("rows of the attention weights do not sum to 1: normalise along dim=-1 (each row)"))
+    expect.close(got, r.want("weights"), _("attention weights"), SQ)
 
 
-@check(STEP, "all_context_vectors = attn_weights @ inputs")
-def _(r: Outcome) -> None:
-    expect.close(r.got("context"), r.want("context"), "context vectors", ("num_tokens", "d_in"))
+@check(STEP, N_("all_context_vectors = attn_weights @ inputs"))
+def _check(r: Outcome) -> None:
+    expect.close(r.got("context"), r.want("context"), _("context vectors"), ("num_tokens", "d_in"))
 
 
-@check(STEP, "a single token")
-def _(r: Outcome) -> None:
-    expect.close(r.got("single_scores"), r.want("single_scores"), "scores of one token", SQ)
-    expect.close(r.got("single_context"), r.want("single_context"), "context vector of one token",
+@check(STEP, N_("a single token"))
+def _check(r: Outcome) -> None:
+    expect.close(r.got("single_scores"), r.want("single_scores"), _("scores of one token"), SQ)
+    expect.close(r.got("single_context"), r.want("single_context"), _("context vector of one token"),
                  ("num_tokens", "d_in"))
 
 
-@check(STEP, "no Python loops: matrix products only")
-def _(r: Outcome) -> None:
+@check(STEP, N_("no Python loops: matrix products only"))
+def _check(r: Outcome) -> None:
     loops = {name: lines for name, lines in r.static.get("loops", {}).items()
              if name in ("all_attention_scores", "all_attention_weights", "all_context_vectors") and lines}
-    expect.true(not loops, "; ".join(f"{name} loops at line {', '.join(map(str, lines))}"
-                                     for name, lines in loops.items())
-                + ": this step asks for matrix products (@) instead of Python loops")
+    where = "; ".join(_("{name} loops at line {lines}").format(name=name, lines=", ".join(map(str, lines)))
+                      for name, lines in loops.items())
+    expect.true(not loops, _("{where}: this step asks for matrix products (@) instead of Python loops").format(
+        where=where))

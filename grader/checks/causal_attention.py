@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import torch
 
+from ..i18n import N_, _
 from . import Case, Gen, Outcome, book_inputs, cases, check, expect
 from ._common import book, grads_match, linear_shapes, module, no_future
 
@@ -38,7 +39,7 @@ def plan(g: Gen, cls: str, prefix: str, extra_ctor: dict, n_heads: int = 1, sing
 
 
 @cases(STEP)
-def _(g: Gen) -> dict[str, Case]:
+def _cases(g: Gen) -> dict[str, Case]:
     c = plan(g, CLS, "", {})
     shapes = linear_shapes("", 3, 2)
     shapes["W_value.weight"] = (2, 3)
@@ -51,49 +52,49 @@ def _(g: Gen) -> dict[str, Case]:
     return c
 
 
-@check(STEP, "matches the reference on a batch of 2 with d_in ≠ d_out")
-def _(r: Outcome) -> None:
-    expect.close(r.got("fwd"), r.want("fwd"), "context vectors", DIMS)
+@check(STEP, N_("matches the reference on a batch of 2 with d_in ≠ d_out"))
+def _check(r: Outcome) -> None:
+    expect.close(r.got("fwd"), r.want("fwd"), _("context vectors"), DIMS)
 
 
-@check(STEP, "no token sees the future")
-def _(r: Outcome) -> None:
-    no_future(r, "leak", r.inputs("leak")["x"].shape[1] // 2, "context vectors")
+@check(STEP, N_("no token sees the future"))
+def _check(r: Outcome) -> None:
+    no_future(r, "leak", r.inputs("leak")["x"].shape[1] // 2, _("context vectors"))
 
 
-@check(STEP, "the mask is a registered buffer of shape (context_length, context_length)")
-def _(r: Outcome) -> None:
+@check(STEP, N_("the mask is a registered buffer of shape (context_length, context_length)"))
+def _check(r: Outcome) -> None:
     buffers = r.got("fwd", "structure")["buffers"]
     ctx = r.inputs("fwd")["x"].shape[1]
-    ok = [n for n, (shape, _) in buffers.items() if shape == [ctx, ctx]]
-    expect.true(bool(ok), "no (context_length, context_length) buffer: keep the mask with "
-                "self.register_buffer('mask', ...) so it moves with the module and is saved with it")
+    ok = [n for n, (shape, _dtype) in buffers.items() if shape == [ctx, ctx]]
+    expect.true(bool(ok), _("no (context_length, context_length) buffer: keep the mask with "
+                "self.register_buffer('mask', ...) so it moves with the module and is saved with it"))
 
 
-@check(STEP, "inputs shorter than context_length (mask cut to num_tokens)")
-def _(r: Outcome) -> None:
-    expect.close(r.got("short"), r.want("short"), "context vectors for num_tokens < context_length", DIMS)
+@check(STEP, N_("inputs shorter than context_length (mask cut to num_tokens)"))
+def _check(r: Outcome) -> None:
+    expect.close(r.got("short"), r.want("short"), _("context vectors for num_tokens < context_length"), DIMS)
 
 
-@check(STEP, "the book's example: torch.manual_seed(123), CausalAttention(3, 2, 6, 0.0)")
-def _(r: Outcome) -> None:
+@check(STEP, N_("the book's example: torch.manual_seed(123), CausalAttention(3, 2, 6, 0.0)"))
+def _check(r: Outcome) -> None:
     expect.close(r.got("book"), r.want("book"), "ca(batch)", DIMS)
 
 
-@check(STEP, "gradients reach every weight")
-def _(r: Outcome) -> None:
+@check(STEP, N_("gradients reach every weight"))
+def _check(r: Outcome) -> None:
     grads_match(r, "fwd", "CausalAttention")
 
 
-@check(STEP, "dropout: none in eval mode, mean preserved (1/(1−p)) in training")
-def _(r: Outcome) -> None:
-    expect.close(r.got("eval_dropout"), r.want("eval_dropout"), "eval-mode output with dropout=0.5", DIMS)
-    ev = expect.tensor(r.got("dropout", "eval"), "eval output")
-    mean = expect.tensor(r.got("dropout", "mean"), "training output")
-    sample = expect.tensor(r.got("dropout", "sample"), "training output")
-    expect.true(not torch.allclose(sample[0], ev[0]), "training mode with dropout=0.5 gave the eval output: "
-                "is self.dropout applied to the attention weights?")
-    expect.shape(mean, ev.shape, "mean training output", DIMS)
+@check(STEP, N_("dropout: none in eval mode, mean preserved (1/(1−p)) in training"))
+def _check(r: Outcome) -> None:
+    expect.close(r.got("eval_dropout"), r.want("eval_dropout"), _("eval-mode output with dropout=0.5"), DIMS)
+    ev = expect.tensor(r.got("dropout", "eval"), _("eval output"))
+    mean = expect.tensor(r.got("dropout", "mean"), _("training output"))
+    sample = expect.tensor(r.got("dropout", "sample"), _("training output"))
+    expect.true(not torch.allclose(sample[0], ev[0]), _("training mode with dropout=0.5 gave the eval output: "
+                "is self.dropout applied to the attention weights?"))
+    expect.shape(mean, ev.shape, _("mean training output"), DIMS)
     expect.true(bool(((mean - ev).abs() <= 0.06 + 0.05 * ev.abs()).all()),
-                "averaged over 4000 dropout draws the output should equal the eval output; it does not "
-                "(dropout must rescale the kept weights by 1/(1−p))")
+                _("averaged over 4000 dropout draws the output should equal the eval output; it does not "
+                "(dropout must rescale the kept weights by 1/(1−p))"))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import torch
 
+from ..i18n import N_, _
 from . import Case, Gen, Outcome, cases, check, expect
 from ._common import call
 
@@ -12,7 +13,7 @@ SQ = ("queries", "keys")
 
 
 @cases(STEP)
-def _(g: Gen) -> dict[str, Case]:
+def _cases(g: Gen) -> dict[str, Case]:
     n, d_k = g.int(5, 8), g.int(3, 16)
     return {
         "mask1": call("causal_mask", g, consts=[1]),
@@ -23,50 +24,51 @@ def _(g: Gen) -> dict[str, Case]:
     }
 
 
-@check(STEP, "causal_mask: bool, True strictly above the diagonal")
-def _(r: Outcome) -> None:
+@check(STEP, N_("causal_mask: bool, True strictly above the diagonal"))
+def _check(r: Outcome) -> None:
     for case in ("mask", "mask1"):
         got = expect.tensor(r.got(case), "causal_mask(num_tokens)")
         want = r.want(case)
         expect.shape(got, want.shape, "causal_mask(num_tokens)", SQ)
-        expect.true(got.dtype == torch.bool, f"causal_mask has dtype {got.dtype}, expected torch.bool "
-                    "(True = masked)")
+        expect.true(got.dtype == torch.bool,
+                    _("causal_mask has dtype {dtype}, expected torch.bool (True = masked)").format(dtype=got.dtype))
         if not torch.equal(got, want):
             diag = bool(got.diagonal().any())
-            raise expect.Failed("causal_mask masks the diagonal: a token may attend to itself (diagonal=1)"
-                                if diag else "causal_mask must be True exactly above the diagonal "
-                                "(torch.triu(..., diagonal=1))")
+            raise expect.Failed(_("causal_mask masks the diagonal: a token may attend to itself (diagonal=1)")
+                                if diag else _("causal_mask must be True exactly above the diagonal "
+                                "(torch.triu(..., diagonal=1))"))
 
 
-@check(STEP, "masked_attention_weights matches the reference")
-def _(r: Outcome) -> None:
-    expect.close(r.got("w2d"), r.want("w2d"), "masked attention weights", SQ)
+@check(STEP, N_("masked_attention_weights matches the reference"))
+def _check(r: Outcome) -> None:
+    expect.close(r.got("w2d"), r.want("w2d"), _("masked attention weights"), SQ)
 
 
-@check(STEP, "works with leading batch dimensions (batch, heads, …)")
-def _(r: Outcome) -> None:
-    expect.close(r.got("batch"), r.want("batch"), "masked attention weights", ("batch", "heads", *SQ))
+@check(STEP, N_("works with leading batch dimensions (batch, heads, …)"))
+def _check(r: Outcome) -> None:
+    expect.close(r.got("batch"), r.want("batch"), _("masked attention weights"), ("batch", "heads", *SQ))
 
 
-@check(STEP, "future positions get exactly zero weight")
-def _(r: Outcome) -> None:
-    got = expect.tensor(r.got("w2d"), "masked attention weights")
-    expect.shape(got, r.want("w2d").shape, "masked attention weights", SQ)
+@check(STEP, N_("future positions get exactly zero weight"))
+def _check(r: Outcome) -> None:
+    got = expect.tensor(r.got("w2d"), _("masked attention weights"))
+    expect.shape(got, r.want("w2d").shape, _("masked attention weights"), SQ)
     upper = torch.triu(torch.ones_like(got, dtype=torch.bool), diagonal=1)
     leak = got.masked_select(upper)
-    expect.true(bool((leak == 0).all()), f"{int((leak != 0).sum())} future positions have non-zero weight: "
-                "fill them with -inf before the softmax (0 is not enough)")
+    expect.true(bool((leak == 0).all()),
+                _("{n} future positions have non-zero weight: fill them with -inf before the softmax "
+                  "(0 is not enough)").format(n=int((leak != 0).sum())))
 
 
-@check(STEP, "each row sums to 1")
-def _(r: Outcome) -> None:
-    got = expect.tensor(r.got("batch"), "masked attention weights")
-    expect.finite(got, "masked attention weights")
+@check(STEP, N_("each row sums to 1"))
+def _check(r: Outcome) -> None:
+    got = expect.tensor(r.got("batch"), _("masked attention weights"))
+    expect.finite(got, _("masked attention weights"))
     sums = got.sum(dim=-1)
     expect.true(bool(torch.allclose(sums, torch.ones_like(sums), atol=1e-5)),
-                "rows do not sum to 1: mask the scores before the softmax, not the weights after it")
+                _("rows do not sum to 1: mask the scores before the softmax, not the weights after it"))
 
 
-@check(STEP, "a single token")
-def _(r: Outcome) -> None:
-    expect.close(r.got("single"), r.want("single"), "weights of one token", SQ)
+@check(STEP, N_("a single token"))
+def _check(r: Outcome) -> None:
+    expect.close(r.got("single"), r.want("single"), _("weights of one token"), SQ)

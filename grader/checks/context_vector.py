@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import torch
 
+from ..i18n import N_, _
 from . import JOURNEY, Case, Gen, Outcome, cases, check, expect
 from ._common import call
 
@@ -12,7 +13,7 @@ DIMS = ("d_in",)
 
 
 @cases(STEP)
-def _(g: Gen) -> dict[str, Case]:
+def _cases(g: Gen) -> dict[str, Case]:
     n, d = g.int(5, 9), g.int(2, 4)
     book_w = torch.softmax(JOURNEY @ JOURNEY[1], dim=0)
     return {
@@ -24,30 +25,32 @@ def _(g: Gen) -> dict[str, Case]:
     }
 
 
-@check(STEP, "the book's example: z(2) for 'journey'")
-def _(r: Outcome) -> None:
-    expect.close(r.got("book"), r.want("book"), "context vector z(2)", DIMS)
+@check(STEP, N_("the book's example: z(2) for 'journey'"))
+def _check(r: Outcome) -> None:
+    expect.close(r.got("book"), r.want("book"), _("context vector z(2)"), DIMS)
 
 
-@check(STEP, "shape (d_in,) when num_tokens ≠ d_in")
-def _(r: Outcome) -> None:
-    got = expect.tensor(r.got("random"), "context vector")
-    expect.shape(got, r.want("random").shape, "context vector (a weighted sum over tokens)", DIMS)
+@check(STEP, N_("shape (d_in,) when num_tokens ≠ d_in"))
+def _check(r: Outcome) -> None:
+    got = expect.tensor(r.got("random"), _("context vector"))
+    expect.shape(got, r.want("random").shape, _("context vector (a weighted sum over tokens)"), DIMS)
 
 
-@check(STEP, "random weights and inputs")
-def _(r: Outcome) -> None:
-    expect.close(r.got("random"), r.want("random"), "context vector", DIMS)
+@check(STEP, N_("random weights and inputs"))
+def _check(r: Outcome) -> None:
+    expect.close(r.got("random"), r.want("random"), _("context vector"), DIMS)
 
 
-@check(STEP, "a single token: z equals that token")
-def _(r: Outcome) -> None:
-    expect.close(r.got("single"), r.want("single"), "context vector of one token", DIMS)
+@check(STEP, N_("a single token: z equals that token"))
+def _check(r: Outcome) -> None:
+    expect.close(r.got("single"), r.want("single"), _("context vector of one token"), DIMS)
 
 
-@check(STEP, "gradients flow back to attn_weights and inputs")
-def _(r: Outcome) -> None:
+@check(STEP, N_("gradients flow back to attn_weights and inputs"))
+def _check(r: Outcome) -> None:
     for name in ("attn_weights", "inputs"):
         expect.true(r.has("grad", f"grad.{name}"),
-                    f"no gradient reaches `{name}`: avoid .item(), .detach() or torch.tensor([...]) on results")
-        expect.close(r.got("grad", f"grad.{name}"), r.want("grad", f"grad.{name}"), f"gradient of {name}")
+                    _("no gradient reaches `{name}`: avoid .item(), .detach() or torch.tensor([...]) "
+                      "on results").format(name=name))
+        expect.close(r.got("grad", f"grad.{name}"), r.want("grad", f"grad.{name}"),
+                     _("gradient of {name}").format(name=name))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..i18n import N_, _
 from . import JOURNEY, Case, Gen, Outcome, cases, check, expect
 from ._common import call
 
@@ -10,7 +11,7 @@ DIMS = ("num_tokens",)
 
 
 @cases(STEP)
-def _(g: Gen) -> dict[str, Case]:
+def _cases(g: Gen) -> dict[str, Case]:
     n, d = g.int(5, 9), g.int(2, 4)  # num_tokens != d_in, so a sum over the wrong dim shows
     return {
         "book": call("attention_scores", g, inputs=JOURNEY, query=JOURNEY[1]),
@@ -20,28 +21,28 @@ def _(g: Gen) -> dict[str, Case]:
     }
 
 
-@check(STEP, "the book's example: query = inputs[1] of 'Your journey starts with one step'")
-def _(r: Outcome) -> None:
-    expect.close(r.got("book"), r.want("book"), "ω for query x(2)", DIMS)
+@check(STEP, N_("the book's example: query = inputs[1] of 'Your journey starts with one step'"))
+def _check(r: Outcome) -> None:
+    expect.close(r.got("book"), r.want("book"), _("ω for query x(2)"), DIMS)
 
 
-@check(STEP, "random inputs with num_tokens ≠ d_in")
-def _(r: Outcome) -> None:
-    expect.close(r.got("random"), r.want("random"), "attention scores", DIMS)
+@check(STEP, N_("random inputs with num_tokens ≠ d_in"))
+def _check(r: Outcome) -> None:
+    expect.close(r.got("random"), r.want("random"), _("attention scores"), DIMS)
 
 
-@check(STEP, "a single token")
-def _(r: Outcome) -> None:
-    expect.close(r.got("single"), r.want("single"), "attention scores for one token", DIMS)
+@check(STEP, N_("a single token"))
+def _check(r: Outcome) -> None:
+    expect.close(r.got("single"), r.want("single"), _("attention scores for one token"), DIMS)
 
 
-@check(STEP, "negative and larger values")
-def _(r: Outcome) -> None:
-    expect.close(r.got("signed"), r.want("signed"), "attention scores", DIMS)
+@check(STEP, N_("negative and larger values"))
+def _check(r: Outcome) -> None:
+    expect.close(r.got("signed"), r.want("signed"), _("attention scores"), DIMS)
 
 
-@check(STEP, "leaves inputs and query unchanged")
-def _(r: Outcome) -> None:
+@check(STEP, N_("leaves inputs and query unchanged"))
+def _check(r: Outcome) -> None:
     for case in ("book", "random", "signed"):
         expect.true(not r.got(case, "inputs_modified"),
-                    "your function changed `inputs` or `query` in place; compute new tensors instead")
+                    _("your function changed `inputs` or `query` in place; compute new tensors instead"))

@@ -7,6 +7,7 @@ from typing import Any
 
 import torch
 
+from ..i18n import _
 from . import Failed
 
 ATOL = 1e-5
@@ -24,20 +25,22 @@ def named(shape: Sequence[int], dims: Sequence[str] | None) -> str:
 
 def tensor(got: Any, what: str) -> torch.Tensor:
     if not isinstance(got, torch.Tensor):
-        raise Failed(f"{what}: got {type(got).__name__}, expected a torch.Tensor")
+        raise Failed(_("{what}: got {type}, expected a torch.Tensor").format(what=what, type=type(got).__name__))
     return got
 
 
 def shape(got: torch.Tensor, expected: Sequence[int], what: str, dims: Sequence[str] | None = None) -> None:
     if tuple(got.shape) != tuple(expected):
-        raise Failed(f"{what}: shape {fmt_shape(got.shape)}, expected {named(expected, dims)}")
+        raise Failed(_("{what}: shape {shape}, expected {expected}").format(
+            what=what, shape=fmt_shape(got.shape), expected=named(expected, dims)))
 
 
 def finite(got: torch.Tensor, what: str) -> None:
     if got.is_floating_point() and not torch.isfinite(got).all():
         n_nan = int(torch.isnan(got).sum())
         n_inf = int(torch.isinf(got).sum())
-        raise Failed(f"{what}: contains {n_nan} NaN and {n_inf} Inf values")
+        raise Failed(_("{what}: contains {n_nan} NaN and {n_inf} Inf values").format(what=what, n_nan=n_nan,
+                                                                                    n_inf=n_inf))
 
 
 def close(got: Any, want: torch.Tensor, what: str, dims: Sequence[str] | None = None,
@@ -46,7 +49,8 @@ def close(got: Any, want: torch.Tensor, what: str, dims: Sequence[str] | None = 
     got = tensor(got, what)
     shape(got, want.shape, what, dims)
     if not (got.is_floating_point() or got.dtype == want.dtype):
-        raise Failed(f"{what}: dtype {got.dtype}, expected a floating-point tensor like {want.dtype}")
+        raise Failed(_("{what}: dtype {dtype}, expected a floating-point tensor like {want}").format(
+            what=what, dtype=got.dtype, want=want.dtype))
     g = got.to(torch.float64)
     w = want.to(torch.float64)
     bad = ~torch.isclose(g, w, atol=atol, rtol=rtol, equal_nan=True)
@@ -54,12 +58,14 @@ def close(got: Any, want: torch.Tensor, what: str, dims: Sequence[str] | None = 
         idx = tuple(int(i) for i in torch.nonzero(bad)[0])
         extra = ""
         if torch.isnan(g).any() or torch.isinf(g).any():
-            extra = f"; your output has {int(torch.isnan(g).sum())} NaN and {int(torch.isinf(g).sum())} Inf"
+            extra = _("; your output has {n_nan} NaN and {n_inf} Inf").format(
+                n_nan=int(torch.isnan(g).sum()), n_inf=int(torch.isinf(g).sum()))
         diff = (g - w).abs().nan_to_num(nan=float("inf"))
-        raise Failed(
-            f"{what}: values differ at index {list(idx)}: got {g[idx].item():.6g}, expected {w[idx].item():.6g} "
-            f"({int(bad.sum())} of {bad.numel()} entries differ, max abs diff {diff.max().item():.3g}){extra}"
-        )
+        raise Failed(_(
+            "{what}: values differ at index {index}: got {got:.6g}, expected {want:.6g} "
+            "({n_bad} of {n} entries differ, max abs diff {diff:.3g}){extra}"
+        ).format(what=what, index=list(idx), got=g[idx].item(), want=w[idx].item(), n_bad=int(bad.sum()),
+                 n=bad.numel(), diff=diff.max().item(), extra=extra))
 
 
 def true(cond: bool, message: str) -> None:

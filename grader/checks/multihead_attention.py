@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import torch
 
+from ..i18n import N_, _
 from . import Case, Gen, Outcome, book_inputs, cases, check, expect
 from ._common import book, grads_match, linear_shapes, module, no_future
 
@@ -17,7 +18,7 @@ def _shapes(d_in: int, d_out: int) -> dict[str, tuple[int, ...]]:
 
 
 @cases(STEP)
-def _(g: Gen) -> dict[str, Case]:
+def _cases(g: Gen) -> dict[str, Case]:
     d_in, ctx, heads = g.int(3, 5), g.int(6, 8), g.int(2, 3)
     d_out = heads * g.int(2, 3)
     ctor = {"d_in": d_in, "d_out": d_out, "context_length": ctx, "dropout": 0.0, "num_heads": heads}
@@ -37,46 +38,50 @@ def _(g: Gen) -> dict[str, Case]:
     }
 
 
-@check(STEP, "W_query/W_key/W_value (d_in → d_out), out_proj (d_out → d_out), head_dim = d_out // num_heads")
-def _(r: Outcome) -> None:
+@check(STEP, N_("W_query/W_key/W_value (d_in → d_out), out_proj (d_out → d_out), head_dim = d_out // num_heads"))
+def _check(r: Outcome) -> None:
     s = r.got("structure", "structure")
     w = r.want("structure", "structure")
     for name, shape in w["params"].items():
-        expect.true(s["params"].get(name) == shape, f"parameter `{name}` is "
-                    f"{tuple(s['params'][name]) if name in s['params'] else 'missing'}, expected {tuple(shape)}")
+        if name in s["params"]:
+            expect.true(s["params"][name] == shape, _("parameter `{name}` is {got}, expected {want}").format(
+                name=name, got=tuple(s["params"][name]), want=tuple(shape)))
+        else:
+            expect.true(False, _("parameter `{name}` is missing, expected {want}").format(name=name, want=tuple(shape)))
     want_dim = w["attrs"]["head_dim"]
     expect.true(s["attrs"].get("head_dim") == want_dim,
-                f"self.head_dim is {s['attrs'].get('head_dim')}, expected d_out // num_heads = {want_dim}")
+                _("self.head_dim is {got}, expected d_out // num_heads = {want}").format(
+                    got=s["attrs"].get("head_dim"), want=want_dim))
 
 
-@check(STEP, "rejects a d_out that num_heads does not divide")
-def _(r: Outcome) -> None:
+@check(STEP, N_("rejects a d_out that num_heads does not divide"))
+def _check(r: Outcome) -> None:
     res = r.learner["indivisible"]
-    expect.true(res.status == "error", "MultiHeadAttention accepted d_out % num_heads != 0: "
-                "assert d_out % num_heads == 0 in __init__")
+    expect.true(res.status == "error", _("MultiHeadAttention accepted d_out % num_heads != 0: "
+                "assert d_out % num_heads == 0 in __init__"))
 
 
-@check(STEP, "matches the reference: split, transpose, merge heads, out_proj")
-def _(r: Outcome) -> None:
-    expect.close(r.got("fwd"), r.want("fwd"), "context vectors", DIMS)
+@check(STEP, N_("matches the reference: split, transpose, merge heads, out_proj"))
+def _check(r: Outcome) -> None:
+    expect.close(r.got("fwd"), r.want("fwd"), _("context vectors"), DIMS)
 
 
-@check(STEP, "no token sees the future")
-def _(r: Outcome) -> None:
-    no_future(r, "leak", r.inputs("leak")["x"].shape[1] // 2, "context vectors")
+@check(STEP, N_("no token sees the future"))
+def _check(r: Outcome) -> None:
+    no_future(r, "leak", r.inputs("leak")["x"].shape[1] // 2, _("context vectors"))
 
 
-@check(STEP, "inputs shorter than context_length, and a single head")
-def _(r: Outcome) -> None:
-    expect.close(r.got("short"), r.want("short"), "context vectors for num_tokens < context_length", DIMS)
-    expect.close(r.got("one"), r.want("one"), "context vectors with num_heads=1", DIMS)
+@check(STEP, N_("inputs shorter than context_length, and a single head"))
+def _check(r: Outcome) -> None:
+    expect.close(r.got("short"), r.want("short"), _("context vectors for num_tokens < context_length"), DIMS)
+    expect.close(r.got("one"), r.want("one"), _("context vectors with num_heads=1"), DIMS)
 
 
-@check(STEP, "the book's example: torch.manual_seed(123), d_out=2, num_heads=2")
-def _(r: Outcome) -> None:
+@check(STEP, N_("the book's example: torch.manual_seed(123), d_out=2, num_heads=2"))
+def _check(r: Outcome) -> None:
     expect.close(r.got("book"), r.want("book"), "mha(batch)", DIMS)
 
 
-@check(STEP, "gradients reach every weight, out_proj included")
-def _(r: Outcome) -> None:
+@check(STEP, N_("gradients reach every weight, out_proj included"))
+def _check(r: Outcome) -> None:
     grads_match(r, "fwd", "MultiHeadAttention")

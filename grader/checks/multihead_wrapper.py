@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import torch
 
+from ..i18n import N_, _
 from . import Case, Gen, Outcome, book_inputs, cases, check, expect
 from ._common import book, grads_match, linear_shapes, module
 from .causal_attention import plan
@@ -14,7 +15,7 @@ DIMS = ("batch", "num_tokens", "num_heads * d_out")
 
 
 @cases(STEP)
-def _(g: Gen) -> dict[str, Case]:
+def _cases(g: Gen) -> dict[str, Case]:
     c = plan(g, CLS, "heads.{h}.", {"num_heads": 3}, n_heads=3, single_head_only=False)
     d_in, d_out = 3, 4
     c["one"] = module(CLS, g, {"d_in": d_in, "d_out": d_out, "context_length": 5, "dropout": 0.0, "num_heads": 1},
@@ -24,37 +25,38 @@ def _(g: Gen) -> dict[str, Case]:
     return c
 
 
-@check(STEP, "heads is an nn.ModuleList of num_heads independent heads")
-def _(r: Outcome) -> None:
+@check(STEP, N_("heads is an nn.ModuleList of num_heads independent heads"))
+def _check(r: Outcome) -> None:
     s = r.got("fwd", "structure")
-    expect.true(s["heads_type"] == "ModuleList", f"self.heads is {s['heads_type']}, expected nn.ModuleList "
-                "(a plain list hides the heads' weights from .parameters())")
-    expect.true(len(s["heads"]) == 3, f"{len(s['heads'])} heads, expected num_heads = 3")
+    expect.true(s["heads_type"] == "ModuleList", _("self.heads is {type}, expected nn.ModuleList "
+                  "(a plain list hides the heads' weights from .parameters())").format(type=s["heads_type"]))
+    expect.true(len(s["heads"]) == 3, _("{n} heads, expected num_heads = 3").format(n=len(s["heads"])))
     want = r.want("fwd", "structure")["n_unique_params"]
-    expect.true(s["n_unique_params"] == want, f"the heads share weights ({s['n_unique_params']} distinct "
-                f"parameters, expected {want}): build a new CausalAttention for every head")
+    expect.true(s["n_unique_params"] == want,
+                _("the heads share weights ({n} distinct parameters, expected {want}): build a new "
+                  "CausalAttention for every head").format(n=s["n_unique_params"], want=want))
 
 
-@check(STEP, "heads concatenated on the last dim")
-def _(r: Outcome) -> None:
-    expect.close(r.got("fwd"), r.want("fwd"), "context vectors", DIMS)
+@check(STEP, N_("heads concatenated on the last dim"))
+def _check(r: Outcome) -> None:
+    expect.close(r.got("fwd"), r.want("fwd"), _("context vectors"), DIMS)
 
 
-@check(STEP, "num_heads = 1 is a single CausalAttention")
-def _(r: Outcome) -> None:
-    expect.close(r.got("one"), r.want("one"), "context vectors of one head", DIMS)
+@check(STEP, N_("num_heads = 1 is a single CausalAttention"))
+def _check(r: Outcome) -> None:
+    expect.close(r.got("one"), r.want("one"), _("context vectors of one head"), DIMS)
 
 
-@check(STEP, "inputs shorter than context_length")
-def _(r: Outcome) -> None:
-    expect.close(r.got("short"), r.want("short"), "context vectors for num_tokens < context_length", DIMS)
+@check(STEP, N_("inputs shorter than context_length"))
+def _check(r: Outcome) -> None:
+    expect.close(r.got("short"), r.want("short"), _("context vectors for num_tokens < context_length"), DIMS)
 
 
-@check(STEP, "the book's example: torch.manual_seed(123), num_heads=2")
-def _(r: Outcome) -> None:
+@check(STEP, N_("the book's example: torch.manual_seed(123), num_heads=2"))
+def _check(r: Outcome) -> None:
     expect.close(r.got("book"), r.want("book"), "mha(batch)", DIMS)
 
 
-@check(STEP, "gradients reach every head")
-def _(r: Outcome) -> None:
+@check(STEP, N_("gradients reach every head"))
+def _check(r: Outcome) -> None:
     grads_match(r, "fwd", "MultiHeadAttentionWrapper")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..i18n import N_, _
 from . import Case, Gen, Outcome, book_inputs, cases, check, expect
 from ._common import book, grads_match, module
 
@@ -11,7 +12,7 @@ DIMS = ("num_tokens", "d_out")
 
 
 @cases(STEP)
-def _(g: Gen) -> dict[str, Case]:
+def _cases(g: Gen) -> dict[str, Case]:
     d_in, n = g.int(3, 5), g.int(5, 8)
     d_out = d_in + g.int(1, 3)
     shapes = {m: (d_in, d_out) for m in ("W_query", "W_key", "W_value")}
@@ -24,36 +25,37 @@ def _(g: Gen) -> dict[str, Case]:
     }
 
 
-@check(STEP, "W_query, W_key, W_value are nn.Parameters of shape (d_in, d_out)")
-def _(r: Outcome) -> None:
+@check(STEP, N_("W_query, W_key, W_value are nn.Parameters of shape (d_in, d_out)"))
+def _check(r: Outcome) -> None:
     params = r.got("single", "structure")["params"]
     want = r.want("single", "structure")["params"]
     for name, shape in want.items():
-        expect.true(name in params, f"no parameter `{name}`: create it with nn.Parameter(torch.rand(d_in, d_out))")
-        expect.true(params[name] == shape, f"`{name}` has shape {tuple(params[name])}, "
-                    f"expected {tuple(shape)} = (d_in, d_out)")
+        expect.true(name in params,
+                    _("no parameter `{name}`: create it with nn.Parameter(torch.rand(d_in, d_out))").format(name=name))
+        expect.true(params[name] == shape, _("`{name}` has shape {shape}, expected {want} = (d_in, d_out)").format(
+                        name=name, shape=tuple(params[name]), want=tuple(shape)))
 
 
-@check(STEP, "matches the reference with d_in ≠ d_out")
-def _(r: Outcome) -> None:
-    expect.close(r.got("fwd"), r.want("fwd"), "context vectors", DIMS)
+@check(STEP, N_("matches the reference with d_in ≠ d_out"))
+def _check(r: Outcome) -> None:
+    expect.close(r.got("fwd"), r.want("fwd"), _("context vectors"), DIMS)
 
 
-@check(STEP, "scaled by √d_k with a wide d_out = 16")
-def _(r: Outcome) -> None:
-    expect.close(r.got("wide"), r.want("wide"), "context vectors (d_out = 16)", DIMS)
+@check(STEP, N_("scaled by √d_k with a wide d_out = 16"))
+def _check(r: Outcome) -> None:
+    expect.close(r.got("wide"), r.want("wide"), _("context vectors (d_out = 16)"), DIMS)
 
 
-@check(STEP, "a single token")
-def _(r: Outcome) -> None:
-    expect.close(r.got("single"), r.want("single"), "context vector of one token", DIMS)
+@check(STEP, N_("a single token"))
+def _check(r: Outcome) -> None:
+    expect.close(r.got("single"), r.want("single"), _("context vector of one token"), DIMS)
 
 
-@check(STEP, "the book's example: torch.manual_seed(123), SelfAttention_v1(3, 2)")
-def _(r: Outcome) -> None:
-    expect.close(r.got("book"), r.want("book"), "sa_v1(inputs) (create W_query, W_key, W_value in that order)", DIMS)
+@check(STEP, N_("the book's example: torch.manual_seed(123), SelfAttention_v1(3, 2)"))
+def _check(r: Outcome) -> None:
+    expect.close(r.got("book"), r.want("book"), _("sa_v1(inputs) (create W_query, W_key, W_value in that order)"), DIMS)
 
 
-@check(STEP, "gradients reach W_query, W_key and W_value")
-def _(r: Outcome) -> None:
+@check(STEP, N_("gradients reach W_query, W_key and W_value"))
+def _check(r: Outcome) -> None:
     grads_match(r, "fwd", "SelfAttention_v1")

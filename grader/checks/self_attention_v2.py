@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..i18n import N_, _
 from . import Case, Gen, Outcome, book_inputs, cases, check, expect
 from ._common import book, grads_match, linear_shapes, module
 
@@ -11,7 +12,7 @@ DIMS = ("num_tokens", "d_out")
 
 
 @cases(STEP)
-def _(g: Gen) -> dict[str, Case]:
+def _cases(g: Gen) -> dict[str, Case]:
     d_in, n = g.int(3, 5), g.int(5, 8)
     d_out = d_in + g.int(1, 3)
     ctor = {"d_in": d_in, "d_out": d_out}
@@ -24,37 +25,40 @@ def _(g: Gen) -> dict[str, Case]:
     }
 
 
-@check(STEP, "W_query, W_key, W_value are nn.Linear(d_in, d_out), without bias by default")
-def _(r: Outcome) -> None:
+@check(STEP, N_("W_query, W_key, W_value are nn.Linear(d_in, d_out), without bias by default"))
+def _check(r: Outcome) -> None:
     s = r.got("single", "structure")
     for name in ("W_query", "W_key", "W_value"):
         kind = s["children"].get(name)
-        expect.true(kind == "Linear", f"`{name}` is {kind or 'missing'}, expected nn.Linear(d_in, d_out)")
+        expect.true(kind == "Linear",
+                    _("`{name}` is {kind}, expected nn.Linear(d_in, d_out)").format(name=name, kind=kind) if kind
+                    else _("`{name}` is missing, expected nn.Linear(d_in, d_out)").format(name=name))
     extra = sorted(set(s["params"]) - set(r.want("single", "structure")["params"]))
-    expect.true(not extra, f"unexpected parameters {', '.join(extra)}: qkv_bias=False means bias=False")
+    expect.true(not extra, _("unexpected parameters {names}: qkv_bias=False means bias=False").format(
+        names=", ".join(extra)))
 
 
-@check(STEP, "qkv_bias=True adds a bias to each layer")
-def _(r: Outcome) -> None:
+@check(STEP, N_("qkv_bias=True adds a bias to each layer"))
+def _check(r: Outcome) -> None:
     grads_match(r, "bias", "SelfAttention_v2(qkv_bias=True)")
-    expect.close(r.got("bias"), r.want("bias"), "context vectors with bias", DIMS)
+    expect.close(r.got("bias"), r.want("bias"), _("context vectors with bias"), DIMS)
 
 
-@check(STEP, "matches the reference with d_in ≠ d_out")
-def _(r: Outcome) -> None:
-    expect.close(r.got("fwd"), r.want("fwd"), "context vectors", DIMS)
+@check(STEP, N_("matches the reference with d_in ≠ d_out"))
+def _check(r: Outcome) -> None:
+    expect.close(r.got("fwd"), r.want("fwd"), _("context vectors"), DIMS)
 
 
-@check(STEP, "a single token")
-def _(r: Outcome) -> None:
-    expect.close(r.got("single"), r.want("single"), "context vector of one token", DIMS)
+@check(STEP, N_("a single token"))
+def _check(r: Outcome) -> None:
+    expect.close(r.got("single"), r.want("single"), _("context vector of one token"), DIMS)
 
 
-@check(STEP, "the book's example: torch.manual_seed(789), SelfAttention_v2(3, 2)")
-def _(r: Outcome) -> None:
-    expect.close(r.got("book"), r.want("book"), "sa_v2(inputs) (create W_query, W_key, W_value in that order)", DIMS)
+@check(STEP, N_("the book's example: torch.manual_seed(789), SelfAttention_v2(3, 2)"))
+def _check(r: Outcome) -> None:
+    expect.close(r.got("book"), r.want("book"), _("sa_v2(inputs) (create W_query, W_key, W_value in that order)"), DIMS)
 
 
-@check(STEP, "gradients reach every weight")
-def _(r: Outcome) -> None:
+@check(STEP, N_("gradients reach every weight"))
+def _check(r: Outcome) -> None:
     grads_match(r, "fwd", "SelfAttention_v2")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import torch
 
+from ..i18n import N_, _
 from . import JOURNEY, Case, Gen, Outcome, cases, check, expect
 from ._common import call
 
@@ -11,7 +12,7 @@ STEP = "softmax"
 
 
 @cases(STEP)
-def _(g: Gen) -> dict[str, Case]:
+def _cases(g: Gen) -> dict[str, Case]:
     n, m = g.int(4, 7), g.int(8, 10)
     omega = JOURNEY @ JOURNEY[1]
     return {
@@ -26,40 +27,41 @@ def _(g: Gen) -> dict[str, Case]:
     }
 
 
-@check(STEP, "normalize_by_sum divides by the sum")
-def _(r: Outcome) -> None:
+@check(STEP, N_("normalize_by_sum divides by the sum"))
+def _check(r: Outcome) -> None:
     for case in ("sum_book", "sum_random"):
         expect.close(r.got(case), r.want(case), "normalize_by_sum(scores)", ("num_tokens",))
 
 
-@check(STEP, "softmax_naive matches exp(x) / Σ exp(x)")
-def _(r: Outcome) -> None:
+@check(STEP, N_("softmax_naive matches exp(x) / Σ exp(x)"))
+def _check(r: Outcome) -> None:
     for case in ("naive_book", "naive_random"):
         expect.close(r.got(case), r.want(case), "softmax_naive(scores)", ("num_tokens",))
 
 
-@check(STEP, "attention_weights on 1-D and 2-D scores (softmax over the last dim)")
-def _(r: Outcome) -> None:
-    expect.close(r.got("w1d"), r.want("w1d"), "attention_weights(1-D scores)", ("num_tokens",))
-    expect.close(r.got("w2d"), r.want("w2d"), "attention_weights(2-D scores)", ("queries", "keys"))
+@check(STEP, N_("attention_weights on 1-D and 2-D scores (softmax over the last dim)"))
+def _check(r: Outcome) -> None:
+    expect.close(r.got("w1d"), r.want("w1d"), _("attention_weights(1-D scores)"), ("num_tokens",))
+    expect.close(r.got("w2d"), r.want("w2d"), _("attention_weights(2-D scores)"), ("queries", "keys"))
 
 
-@check(STEP, "attention_weights with a leading batch dimension")
-def _(r: Outcome) -> None:
-    expect.close(r.got("w3d"), r.want("w3d"), "attention_weights(3-D scores)", ("batch", "queries", "keys"))
+@check(STEP, N_("attention_weights with a leading batch dimension"))
+def _check(r: Outcome) -> None:
+    expect.close(r.got("w3d"), r.want("w3d"), _("attention_weights(3-D scores)"), ("batch", "queries", "keys"))
 
 
-@check(STEP, "every row of attention weights sums to 1")
-def _(r: Outcome) -> None:
+@check(STEP, N_("every row of attention weights sums to 1"))
+def _check(r: Outcome) -> None:
     got = expect.tensor(r.got("w3d"), "attention_weights")
     expect.shape(got, r.want("w3d").shape, "attention_weights", ("batch", "queries", "keys"))
     sums = got.sum(dim=-1)
     expect.true(bool(torch.allclose(sums, torch.ones_like(sums), atol=1e-5)),
-                f"rows sum to {sums.flatten()[:3].tolist()}…, expected 1: is the softmax over the last dim?")
+                _("rows sum to {sums}…, expected 1: is the softmax over the last dim?").format(
+                    sums=sums.flatten()[:3].tolist()))
 
 
-@check(STEP, "attention_weights stays finite on large scores (numerically stable)")
-def _(r: Outcome) -> None:
-    got = expect.tensor(r.got("large"), "attention_weights(large scores)")
-    expect.finite(got, "attention_weights on scores around 1000 (subtract the max before exp)")
-    expect.close(got, r.want("large"), "attention_weights(large scores)", ("queries", "keys"))
+@check(STEP, N_("attention_weights stays finite on large scores (numerically stable)"))
+def _check(r: Outcome) -> None:
+    got = expect.tensor(r.got("large"), _("attention_weights(large scores)"))
+    expect.finite(got, _("attention_weights on scores around 1000 (subtract the max before exp)"))
+    expect.close(got, r.want("large"), _("attention_weights(large scores)"), ("queries", "keys"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..i18n import N_, _
 from . import Case, Gen, Outcome, cases, check, expect
 from ._common import linear_shapes
 
@@ -14,41 +15,44 @@ def _case(g: Gen, d_in: int, d_out: int) -> Case:
 
 
 @cases(STEP)
-def _(g: Gen) -> dict[str, Case]:
+def _cases(g: Gen) -> dict[str, Case]:
     d_in = g.int(3, 5)
     return {"rect": _case(g, d_in, d_in + g.int(1, 2)), "square": _case(g, 4, 4)}
 
 
-@check(STEP, "after the transfer, v1 gives v2's output (d_in ≠ d_out)")
-def _(r: Outcome) -> None:
+@check(STEP, N_("after the transfer, v1 gives v2's output (d_in ≠ d_out)"))
+def _check(r: Outcome) -> None:
     expect.close(r.got("rect", "out_v1"), r.want("rect", "out_v1"), "sa_v1(x)", ("num_tokens", "d_out"))
 
 
-@check(STEP, "each of W_query, W_key, W_value comes from the matching layer, transposed")
-def _(r: Outcome) -> None:
-    r.got("rect", "out_v1")  # if the case crashed, say so (not "no longer a tensor")
+@check(STEP, N_("each of W_query, W_key, W_value comes from the matching layer, transposed"))
+def _check(r: Outcome) -> None:
+    r.got("rect", "out_v1")  # if the case crashed, say so (not _("no longer a tensor"))
     for name in ("W_query", "W_key", "W_value"):
-        expect.true(r.has("rect", f"v1.{name}"), f"sa_v1.{name} is no longer a tensor")
+        expect.true(r.has("rect", f"v1.{name}"), _("sa_v1.{name} is no longer a tensor").format(name=name))
         got = r.got("rect", f"v1.{name}")
         if got.shape == r.want("rect", f"v1.{name}").shape:
             for other in ("W_query", "W_key", "W_value"):
                 if other != name and got.allclose(r.want("rect", f"v1.{other}")):
-                    raise expect.Failed(f"sa_v1.{name} holds sa_v2.{other}'s weight: query, key and value swapped")
-        expect.close(got, r.want("rect", f"v1.{name}"), f"sa_v1.{name} (nn.Linear stores (d_out, d_in): transpose)",
+                    raise expect.Failed(_("sa_v1.{name} holds sa_v2.{other}'s weight: query, key and value "
+                                          "swapped").format(name=name, other=other))
+        expect.close(got, r.want("rect", f"v1.{name}"),
+                     _("sa_v1.{name} (nn.Linear stores (d_out, d_in): transpose)").format(name=name),
                      ("d_in", "d_out"))
 
 
-@check(STEP, "square weights (d_in = d_out) are transposed too")
-def _(r: Outcome) -> None:
-    expect.close(r.got("square", "out_v1"), r.want("square", "out_v1"), "sa_v1(x) with d_in = d_out",
+@check(STEP, N_("square weights (d_in = d_out) are transposed too"))
+def _check(r: Outcome) -> None:
+    expect.close(r.got("square", "out_v1"), r.want("square", "out_v1"), _("sa_v1(x) with d_in = d_out"),
                  ("num_tokens", "d_out"))
 
 
-@check(STEP, "sa_v2 is left unchanged")
-def _(r: Outcome) -> None:
+@check(STEP, N_("sa_v2 is left unchanged"))
+def _check(r: Outcome) -> None:
     # judged on the cases whose run completed: a crash in sa_v1's forward is charged by the checks above
     ran = [c for c in ("rect", "square") if r.learner[c].status == "ok"] or ["rect"]
     for case in ran:
         for name in ("W_query", "W_key", "W_value"):
             expect.close(r.got(case, f"v2.{name}"), r.inputs(case)[f"w.{name}.weight"],
-                         f"sa_v2.{name}.weight after the transfer (copy, do not transpose in place)")
+                         _("sa_v2.{name}.weight after the transfer (copy, do not transpose "
+                           "in place)").format(name=name))

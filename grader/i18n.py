@@ -1,0 +1,116 @@
+"""Learner-facing text in English and Chinese, through gettext.
+
+English msgids are the source text; the Chinese lives in grader/locale/zh/LC_MESSAGES/attn_kata.po
+(compiled to attn_kata.mo next to it). The current language is a context variable: the CLI sets it
+once (`set_lang`), and the entry points that take `lang=` (engine.grade/collect/judge, api, watch,
+batch, the reporters) run under `using(lang)`.
+
+    _("text {n}").format(n=3)   translate now, in the current language
+    N_("text")                  mark for extraction only; translate later with _()
+
+Updating the catalogue: see CONTRIBUTING in README.md (pybabel extract -> update -> translate -> compile).
+The worker never imports a language: probes and the worker send msgids with parameters
+(`Msg`), and the trusted side formats them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import gettext
+from collections.abc import Iterator
+from contextvars import ContextVar
+from pathlib import Path
+from typing import Any
+
+DOMAIN = "attn_kata"
+LOCALEDIR = Path(__file__).resolve().parent / "locale"
+LANGS = ("en", "zh")
+
+_current: ContextVar[str] = ContextVar("attn_kata_lang", default="en")
+
+
+def normalise(lang: str | None) -> str:
+    """'zh', 'zh_CN.UTF-8', 'zh-Hans' -> 'zh'; anything else -> 'en'."""
+    return "zh" if (lang or "").lower().startswith("zh") else "en"
+
+
+def current() -> str:
+    return _current.get()
+
+
+def set_lang(lang: str | None) -> None:
+    """Set the language for the rest of this context (the CLI calls it once)."""
+    _current.set(normalise(lang))
+
+
+@contextlib.contextmanager
+def using(lang: str | None) -> Iterator[str]:
+    """Run a block in `lang`; None keeps the current language."""
+    if lang is None:
+        yield current()
+        return
+    token = _current.set(normalise(lang))
+    try:
+        yield current()
+    finally:
+        _current.reset(token)
+
+
+@functools.cache
+def translations(lang: str) -> gettext.NullTranslations:
+    return gettext.translation(DOMAIN, localedir=str(LOCALEDIR), languages=[lang], fallback=True)
+
+
+def _(msgid: str) -> str:
+    """`msgid` in the current language (the English msgid itself when there is no translation)."""
+    if not msgid:
+        return msgid  # gettext("") would be the catalogue's header
+    return translations(current()).gettext(msgid)
+
+
+def translate(lang: str | None, msgid: str) -> str:
+    """`msgid` in `lang` (None: the current language)."""
+    with using(lang):
+        return _(msgid)
+
+
+def N_(msgid: str) -> str:
+    """Mark `msgid` for extraction; translate it later with _()."""
+    return msgid
+
+
+def fmt(msgid: str, /, **params: Any) -> str:
+    """_(msgid).format(**params)."""
+    return _(msgid).format(**params)
+
+
+STATUS = {"passed": N_("passed"), "partial": N_("partial"), "failed": N_("failed"),
+          "not_started": N_("not started"), "error": N_("error")}
+
+
+def status(value: str) -> str:
+    """A step status (passed, partial, failed, not_started, error) in the current language."""
+    return _(STATUS[value]) if value in STATUS else value
+
+
+def step_title(step: Any, lang: str | None = None) -> str:
+    """A step's title in `lang` (default: the current language): the design table's English or Chinese title."""
+    return step.title_zh if normalise(lang or current()) == "zh" else step.title
+
+
+class Msg(Exception):
+    """Carries a msgid and its parameters across the worker boundary; the trusted side formats it.
+
+    str() gives the English text, so anything that only logs it stays readable."""
+
+    def __init__(self, msgid: str, /, **params: Any):
+        super().__init__(msgid)
+        self.msgid = msgid
+        self.params = params
+
+    def __str__(self) -> str:
+        try:
+            return str(self.msgid).format(**self.params)
+        except Exception:  # a malformed template still says something
+            return str(self.msgid)

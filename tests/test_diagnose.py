@@ -1,0 +1,163 @@
+"""Classic mistakes are recognised by behaviour and named (grader/diagnose.py).
+
+Every buggy fixture gets exactly the diagnoses listed here (most get none: their bug is not one of the
+classic mistakes), every correct submission gets none, and each classic mistake is proven by at least
+one fixture.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from rich.console import Console
+
+from grader import diagnose, reporters
+from grader.checks import CaseResult, Outcome
+from grader.engine import grade, grade_many, prepared
+from grader.registry import BY_ID
+from grader.report import Report
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+BUGGY = FIXTURES / "buggy"
+BUGGY_NAMES = sorted(p.stem for p in BUGGY.glob("*.py"))
+
+# fixture -> step -> the diagnoses it must get (exactly); a buggy fixture not listed must get none
+DIAGNOSED: dict[str, dict[str, list[str]]] = {
+    # softmax over the wrong dim
+    "softmax_dim0": {"softmax": ["softmax_wrong_dim"]},
+    "all_softmax_dim0": {"all_tokens": ["softmax_wrong_dim"]},
+    "v2_softmax_dim0": {"self_attention_v2": ["softmax_wrong_dim"]},
+    # missing or wrong √d_k scaling
+    "v1_no_scale": {"self_attention_v1": ["scale_missing"]},
+    "v2_no_scale": {"self_attention_v2": ["scale_missing"]},
+    "mask_no_scale": {"causal_mask": ["scale_missing"]},
+    "wrap_on_buggy_ca": {"causal_attention": ["scale_missing"]},
+    "v1_scale_dk": {"self_attention_v1": ["scale_by_d_k"]},
+    "mha_scale_d_out": {"multihead_attention": ["scale_wrong_dim"]},
+    # mask filled with 0 instead of −inf
+    "mask_fill_zero": {"causal_mask": ["mask_fill_zero"]},
+    "ca_mask_fill_zero": {"causal_attention": ["mask_fill_zero"]},
+    # diagonal masked
+    "mask_diagonal0": {"causal_mask": ["mask_diagonal"]},
+    "ca_diagonal0": {"causal_attention": ["mask_diagonal"]},
+    # mask applied after softmax
+    "mask_after_softmax": {"causal_mask": ["mask_after_softmax"]},
+    "ca_mask_after_softmax": {"causal_attention": ["mask_after_softmax"]},
+    # mask not cut to num_tokens
+    "ca_mask_not_cut": {"causal_attention": ["mask_not_cut"]},
+    # dropout without rescaling, wrongly rescaled, p read as "keep", active in eval
+    "drop_no_rescale": {"dropout": ["dropout_no_rescale"]},
+    "ca_dropout_no_rescale": {"causal_attention": ["dropout_no_rescale"]},
+    "drop_times_keep": {"dropout": ["dropout_rescale_wrong"]},
+    "drop_keep_prob": {"dropout": ["dropout_keep_prob"]},
+    "drop_ignores_training": {"dropout": ["dropout_in_eval"]},
+    "ca_dropout_in_eval": {"causal_attention": ["dropout_in_eval"]},
+    # heads concatenated on the wrong dim, stacked, sharing weights, merged without transposing back
+    "wrap_cat_dim1": {"multihead_wrapper": ["heads_cat_wrong_dim"]},
+    "wrap_stack": {"multihead_wrapper": ["heads_stacked"]},
+    "wrap_shared_heads": {"multihead_wrapper": ["heads_share_weights"]},
+    "mha_merge_without_transpose": {"multihead_attention": ["heads_merge_without_transpose"]},
+    # queries and keys swapped
+    "v1_qk_swapped": {"self_attention_v1": ["query_key_swapped"]},
+    "ca_qk_swapped": {"causal_attention": ["query_key_swapped"]},
+}
+
+CLASSIC = {"softmax_wrong_dim", "scale_missing", "scale_by_d_k", "scale_wrong_dim", "mask_fill_zero",
+           "mask_diagonal", "mask_after_softmax", "mask_not_cut", "dropout_no_rescale", "dropout_in_eval",
+           "heads_cat_wrong_dim", "heads_stacked", "heads_share_weights", "query_key_swapped"}
+
+CORRECT = [FIXTURES / "correct" / "book_verbatim.py", FIXTURES / "correct" / "vectorised_einsum.py",
+           FIXTURES / "correct" / "loops.py", FIXTURES / "correct" / "workspace", ROOT / "solutions"]
+
+
+def diagnoses(report: Report) -> dict[str, list[str]]:
+    return {s.id: [d["id"] for d in s.diagnoses] for s in report.steps if s.diagnoses}
+
+
+@functools.cache
+def buggy_reports(secret: str = "") -> dict[str, Report]:
+    """All buggy fixtures, judged together (one pytest session for the checks)."""
+    reports = grade_many([str(BUGGY / f"{n}.py") for n in BUGGY_NAMES], secret=secret)
+    return dict(zip(BUGGY_NAMES, reports, strict=True))
+
+
+def test_the_table_lists_real_fixtures_and_covers_every_classic_mistake() -> None:
+    assert set(DIAGNOSED) <= set(BUGGY_NAMES)
+    named = {i for steps in DIAGNOSED.values() for ids in steps.values() for i in ids}
+    assert not CLASSIC - named, CLASSIC - named
+    assert named <= set(diagnose.MESSAGES)
+
+
+@pytest.mark.parametrize("name", BUGGY_NAMES)
+def test_buggy_fixture_gets_exactly_its_diagnosis(name: str) -> None:
+    report = buggy_reports()[name]
+    assert diagnoses(report) == DIAGNOSED.get(name, {})
+    for step in report.steps:  # a diagnosis only ever explains lost points
+        assert not step.diagnoses or step.status != "passed", step.id
+
+
+@pytest.mark.parametrize("path", CORRECT, ids=lambda p: p.name)
+def test_correct_submissions_get_no_diagnosis(path: Path) -> None:
+    report = grade(str(path))
+    assert diagnoses(report) == {}
+    assert all(s.diagnoses == [] for s in report.steps)
+
+
+@pytest.mark.parametrize("name", ["drop_keep_prob", "drop_no_rescale", "ca_dropout_no_rescale", "ca_qk_swapped",
+                                  "mha_scale_d_out", "wrap_cat_dim1", "wrap_shared_heads", "mask_fill_zero"])
+def test_diagnoses_do_not_depend_on_the_secret(name: str) -> None:
+    report = grade(str(BUGGY / f"{name}.py"), secret="another term's secret")
+    assert diagnoses(report) == DIAGNOSED[name]
+
+
+def test_messages_exist_in_both_languages_with_the_book_section() -> None:
+    for diag_id, (en, zh) in diagnose.MESSAGES.items():
+        assert en and zh, diag_id
+        assert "§3.5.1" in diagnose.message(diag_id, "causal_mask")
+        assert "见书 §3.5.1" in diagnose.message(diag_id, "causal_mask", "zh")
+    assert BY_ID["causal_attention"].section in diagnose.message("mask_not_cut", "causal_attention")
+
+
+def test_report_json_and_table_show_the_diagnosis_in_the_report_language() -> None:
+    en = grade(str(BUGGY / "mask_fill_zero.py"), steps=["causal_mask"])
+    zh = grade(str(BUGGY / "mask_fill_zero.py"), steps=["causal_mask"], lang="zh")
+    doc = json.loads(reporters.to_json(en))
+    assert doc["steps"][0]["diagnoses"] == [{"id": "mask_fill_zero",
+                                             "message": diagnose.message("mask_fill_zero", "causal_mask")}]
+    assert json.loads(reporters.to_json(zh))["steps"][0]["diagnoses"][0]["message"].startswith("未来位置")
+    console = Console(record=True, width=200)
+    reporters.table(en, console)
+    assert "⚑ diagnosis: future scores are filled with 0" in console.export_text()
+    console = Console(record=True, width=200)
+    reporters.table(zh, console, lang="zh")
+    assert "⚑ 诊断：未来位置" in console.export_text()
+
+
+def test_passed_steps_carry_an_empty_list() -> None:
+    doc = grade(str(ROOT / "solutions"), steps=["softmax"]).to_dict()
+    assert doc["steps"][0]["diagnoses"] == []
+
+
+@pytest.mark.parametrize("step", sorted(diagnose.STEPS))
+def test_odd_outputs_never_raise_and_get_no_diagnosis(step: str) -> None:
+    plans, refs = prepared("")
+    odd = {
+        "scalar": {c: CaseResult("ok", {"out": torch.tensor(1.0)}, {}) for c in plans[step]},
+        "ints": {c: CaseResult("ok", {k: torch.zeros(3, dtype=torch.long) for k in r.tensors},
+                               {"structure": "?"}) for c, r in refs[step].items()},
+        "errors": {c: CaseResult("error", {}, {}, "boom", None, "ValueError") for c in plans[step]},
+    }
+    for learner in odd.values():
+        assert diagnose.diagnose(Outcome(step, plans[step], learner, refs[step])) == []
+
+
+def test_dropout_that_drops_nothing_is_not_called_unscaled() -> None:
+    plans, refs = prepared("")
+    same = {c: CaseResult("ok", {"out": case.inputs["attn_weights"].clone()}, {})
+            for c, case in plans["dropout"].items()}
+    assert diagnose.ids(Outcome("dropout", plans["dropout"], same, refs["dropout"])) == []
