@@ -356,17 +356,42 @@ def _child_init() -> None:
     torch.set_num_threads(1)
 
 
-def _grade_one(job: tuple[int, str]) -> tuple[int, dict[str, Any] | None, str, float]:
+def _collect_one(job: tuple[int, str]) -> tuple[int, Any, str, float]:
+    """Run one submission in a worker; (index, engine.Collected or None, error, seconds)."""
     from . import engine
 
     i, path = job
     start = time.monotonic()
     try:
-        report = engine.grade(path, secret=_GRADE_ARGS["secret"], timeout=_GRADE_ARGS["timeout"],
-                              lang=_GRADE_ARGS["lang"])
-        return i, report.to_dict(), "", time.monotonic() - start
-    except Exception as exc:  # a grader bug: report it for this submission, keep going
+        col = engine.collect(path, secret=_GRADE_ARGS["secret"], timeout=_GRADE_ARGS["timeout"],
+                             lang=_GRADE_ARGS["lang"])
+        return i, col, "", time.monotonic() - start
+    except Exception as exc:  # a grader bug or an infrastructure error: listed, never a 0
         return i, None, f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=3)}", time.monotonic() - start
+
+
+def _grade_chunk(chunk: list[tuple[int, str]]) -> list[tuple[int, dict[str, Any] | None, str, float]]:
+    """Collect a few submissions, then judge them in one pytest session (its start-up is shared)."""
+    from . import engine
+
+    done = [_collect_one(job) for job in chunk]
+    ok = [(i, col, secs) for i, col, _, secs in done if col is not None]
+    start = time.monotonic()
+    try:
+        reports = engine.judge([col for _, col, _ in ok], secret=_GRADE_ARGS["secret"])
+    except Exception as exc:
+        err = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=3)}"
+        return [(i, None, err or e, secs) for i, _, e, secs in done]
+    share = (time.monotonic() - start) / max(1, len(ok))
+    out = [(i, None, err, secs) for i, col, err, secs in done if col is None]
+    out += [(i, rep.to_dict(), "", secs + share) for (i, _, secs), rep in zip(ok, reports, strict=True)]
+    return out
+
+
+def _chunks(jobs: list[tuple[int, str]], workers: int) -> list[list[tuple[int, str]]]:
+    """Small chunks (≤ 8) keep the load balanced and the reports flowing; 1 for small batches."""
+    size = max(1, min(8, len(jobs) // (workers * 3)))
+    return [jobs[k:k + size] for k in range(0, len(jobs), size)]
 
 
 # ---------------------------------------------------------------- outputs
@@ -541,23 +566,25 @@ def run_batch(*, directory: str | Path, out: str | Path, jobs: int | None = None
                 break
             pool = ProcessPoolExecutor(min(jobs, len(pending)), mp_context=ctx, initializer=_child_init)
             try:
-                futures = [pool.submit(_grade_one, job) for job in pending.items()]
+                chunks = _chunks(sorted(pending.items()), jobs)
+                futures = [pool.submit(_grade_chunk, chunk) for chunk in chunks]
                 for fut in as_completed(futures):
                     try:
-                        i, report, err, secs = fut.result()
+                        results = fut.result()
                     except BrokenProcessPool:
                         continue
-                    del pending[i]
-                    group = groups[i]
-                    if report is None:
-                        for e in group:
-                            failures[e.slug] = f"internal error: {err.splitlines()[0] if err else 'unknown'}"
-                    else:
-                        index.put(group[0], version, shash, report, secs)
-                        for e in group:
-                            _write_report(out, e, report)
-                    if progress:
-                        progress(len(group))
+                    for i, report, err, secs in results:
+                        del pending[i]
+                        group = groups[i]
+                        if report is None:
+                            for e in group:
+                                failures[e.slug] = f"internal error: {err.splitlines()[0] if err else 'unknown'}"
+                        else:
+                            index.put(group[0], version, shash, report, secs)
+                            for e in group:
+                                _write_report(out, e, report)
+                        if progress:
+                            progress(len(group))
             except BaseException:
                 for proc in list(getattr(pool, "_processes", {}).values()):  # Ctrl-C: stop at once
                     proc.kill()

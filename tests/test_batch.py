@@ -232,7 +232,7 @@ def test_student_names_from_lms_file_names() -> None:
     assert "/" not in batch.slugify("../../etc/passwd")
 
 
-_REAL_GRADE_ONE = batch._grade_one
+_REAL_COLLECT_ONE = batch._collect_one
 
 
 def _dies_once(job: tuple[int, str]) -> tuple:
@@ -240,7 +240,7 @@ def _dies_once(job: tuple[int, str]) -> tuple:
     if "bob" in job[1] and not marker.exists():
         marker.write_text("x")
         os._exit(137)
-    return _REAL_GRADE_ONE(job)
+    return _REAL_COLLECT_ONE(job)
 
 
 def test_a_grading_process_that_dies_is_retried(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -252,7 +252,7 @@ def test_a_grading_process_that_dies_is_retried(tmp_path: Path, monkeypatch: pyt
         (klass / f"{name}.py").write_text(f"{solution}\n# {name}\n")  # distinct: identical files share a job
     marker = tmp_path / "died-once"
     monkeypatch.setenv("KATA_TEST_MARKER", str(marker))
-    monkeypatch.setattr(batch, "_grade_one", _dies_once)
+    monkeypatch.setattr(batch, "_collect_one", _dies_once)
     result = batch.run_batch(directory=klass, out=tmp_path / "out", jobs=2)
     assert marker.exists()
     assert result.records == 3
