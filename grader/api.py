@@ -174,9 +174,11 @@ def _hint(step: str, workspace: str | Path, show_all: bool) -> list[str]:
     for i, msgid in enumerate(levels[:shown], start=1):
         text = _(msgid)
         out.append(text)
-        console.print(f"[cyan]{_('hint {i}/{n}').format(i=i, n=len(levels))}[/cyan] {text}")
+        label = _("hint {i}/{n}").format(i=i, n=len(levels))
+        console.print(f"[cyan]{label}[/cyan] {text}")
     if shown >= len(levels):
-        console.print(f"[dim]{_('that was the last hint')}[/dim]")
+        last = _("that was the last hint")
+        console.print(f"[dim]{last}[/dim]")
     return out
 
 

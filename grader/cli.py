@@ -24,8 +24,9 @@ def _step_ids(values: tuple[str, ...]) -> list[str]:
         try:
             ids.append(get_step(v).id)
         except KeyError:
-            raise click.BadParameter(_("unknown step {step!r}; `attn-kata list` shows the steps").format(step=v)) \
-                from None
+            # our own words rather than click's ("Error: Invalid value: …" would stay in English)
+            click.echo(_("unknown step {step!r}; `attn-kata list` shows the steps").format(step=v), err=True)
+            sys.exit(2)
     return ids
 
 

@@ -122,24 +122,37 @@ def _write(path: Path, doc: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
-def run_autograder(*, root: str | Path = "/autograder", lang: str = "en") -> Path:
-    """Grade ROOT/submission and write ROOT/results/results.json (Gradescope's format); never raises."""
-    from . import engine, reporters
+def run_autograder(*, root: str | Path = "/autograder", lang: str | None = None) -> Path:
+    """Grade ROOT/submission and write ROOT/results/results.json (Gradescope's format); never raises.
 
-    root = Path(root)
+    `lang`: the students' language (default: ATTN_KATA_LANG or the locale, see grader.api.default_lang)."""
+    from . import i18n
+    from .api import default_lang
+
+    lang = lang or default_lang()
+    with i18n.using(lang):
+        return _run_autograder(Path(root), lang)
+
+
+def _run_autograder(root: Path, lang: str) -> Path:
+    from . import engine, reporters
+    from .i18n import _
+
     results = root / "results" / "results.json"
     start = time.monotonic()
     target = find_submission(root / "submission")
     if target is None:
-        _write(results, {"score": 0, "output": "No submission found: upload a .ipynb notebook, a .py file, "
-                         "or the files of your exercises/ folder.", "tests": [], "stdout_visibility": "visible"})
+        _write(results, {"score": 0, "output": _("No submission found: upload a .ipynb notebook, a .py file, "
+                                                   "or the files of your exercises/ folder."),
+                         "tests": [], "stdout_visibility": "visible"})
         return results
     try:
         report = engine.grade(target, lang=lang)
         doc = reporters.gradescope(report, time.monotonic() - start)
-        doc["output"] = f"Graded {target.relative_to(root / 'submission') if target != root / 'submission' else '.'}"
+        doc["output"] = _("Graded {path}").format(
+            path=target.relative_to(root / "submission") if target != root / "submission" else ".")
     except Exception as exc:  # the grader's own failure, not the student's
-        doc = {"score": 0, "output": f"The autograder failed ({type(exc).__name__}: {exc}). Please tell your "
-               "instructor.", "tests": [], "stdout_visibility": "visible"}
+        doc = {"score": 0, "output": _("The autograder failed ({error}). Please tell your instructor.").format(
+            error=f"{type(exc).__name__}: {exc}"), "tests": [], "stdout_visibility": "visible"}
     _write(results, doc)
     return results

@@ -2,7 +2,10 @@
 
 A step module defines
   @cases("step_id")   def _(g: Gen) -> dict[str, Case]   the probes to run, with inputs
-  @check("step_id", "what is checked", points=1)  def _(r: Outcome) -> None   raises Failed
+  @check("step_id", N_("what is checked"), points=1)  def _check(r: Outcome) -> None   raises Failed
+
+Check names are msgids marked N_() (translated when the report is built); Failed messages are written
+with grader.i18n._ and run in the report's language (runner.py sets it per job from Outcome.lang).
 
 Checks run under pytest in the trusted process only (grader/runner.py).
 """
