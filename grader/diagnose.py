@@ -22,89 +22,71 @@ from typing import Any
 import torch
 
 from .checks import Outcome
+from .i18n import N_, _, using
 from .registry import BY_ID
 
 ATOL = 1e-4
 RTOL = 1e-3
 
-# id -> (English, 中文); the book section is added from the step
-MESSAGES: dict[str, tuple[str, str]] = {
-    "softmax_wrong_dim": (
-        "softmax over the wrong dimension: each row (one query) must sum to 1, so normalise with dim=-1",
-        "softmax 用错了维度：每一行（一个查询）的注意力权重之和应为 1，请使用 dim=-1"),
-    "scale_missing": (
-        "the attention scores are not scaled: divide them by √d_k (keys.shape[-1] ** 0.5) before the softmax",
-        "注意力得分没有缩放：在 softmax 之前除以 √d_k（keys.shape[-1] ** 0.5）"),
-    "scale_by_d_k": (
-        "the attention scores are divided by d_k: divide by its square root, √d_k = keys.shape[-1] ** 0.5",
-        "注意力得分除以了 d_k：应除以它的平方根 √d_k = keys.shape[-1] ** 0.5"),
-    "scale_wrong_dim": (
-        "the attention scores are scaled with the wrong dimension (d_in or d_out): d_k is the keys' last "
-        "dimension, keys.shape[-1] (head_dim in multi-head attention)",
-        "注意力得分用错了缩放维度（d_in 或 d_out）：d_k 是键的最后一维 keys.shape[-1]（多头注意力中为 head_dim）"),
-    "mask_fill_zero": (
-        "future scores are filled with 0 instead of −inf: exp(0) = 1, so future tokens still get weight; "
-        "use masked_fill(mask, -torch.inf)",
-        "未来位置的注意力得分被填成了 0 而不是 −inf：exp(0) = 1，未来 token 仍会得到权重；"
-        "请使用 masked_fill(mask, -torch.inf)"),
-    "mask_diagonal": (
-        "the mask hides the diagonal too (triu with diagonal=0): a token must attend to itself, and the first "
-        "token then sees nothing (NaN); use torch.triu(..., diagonal=1)",
-        "掩码把主对角线也遮住了（triu 的 diagonal=0）：token 必须能关注自身，否则第一个 token 什么也看不到（NaN）；"
-        "请使用 torch.triu(..., diagonal=1)"),
-    "mask_after_softmax": (
-        "the mask is applied after the softmax: the remaining weights no longer sum to 1; mask the scores with "
-        "−inf before the softmax (or renormalise each row)",
-        "掩码在 softmax 之后才应用：剩下的注意力权重之和不再为 1；请在 softmax 之前用 −inf 遮住注意力得分"
-        "（或对每一行重新归一化）"),
-    "mask_not_cut": (
-        "the (context_length, context_length) mask is not cut to the input's length: inputs shorter than "
-        "context_length fail; use self.mask.bool()[:num_tokens, :num_tokens]",
-        "(context_length, context_length) 的掩码没有截取到输入长度：短于 context_length 的输入会出错；"
-        "请使用 self.mask.bool()[:num_tokens, :num_tokens]"),
-    "dropout_no_rescale": (
-        "dropout does not rescale the kept weights: multiply them by 1/(1−p) so their expected value is "
-        "unchanged (inverted dropout)",
-        "dropout 没有放大保留下来的权重：应乘以 1/(1−p)，使期望值保持不变（反向 dropout）"),
-    "dropout_rescale_wrong": (
-        "dropout multiplies the kept weights by (1−p): divide by (1−p) instead, i.e. scale by 1/(1−p)",
-        "dropout 把保留的权重乘以了 (1−p)：应除以 (1−p)，即乘以 1/(1−p)"),
-    "dropout_keep_prob": (
-        "p is used as the probability to keep: it is the probability to drop (keep where torch.rand(...) >= p)",
-        "把 p 当成了保留的概率：p 是丢弃的概率（torch.rand(...) >= p 的位置保留）"),
-    "dropout_in_eval": (
-        "dropout is active in evaluation mode: with training=False (after model.eval()) the weights must pass "
-        "through unchanged",
-        "dropout 在评估模式下仍然生效：training=False（model.eval() 之后）时应原样返回注意力权重"),
-    "heads_cat_wrong_dim": (
-        "the heads are concatenated along the wrong dimension: join their outputs along the features with "
-        "torch.cat([...], dim=-1)",
-        "多个头沿错误的维度拼接：应沿特征维拼接，torch.cat([...], dim=-1)"),
-    "heads_stacked": (
-        "the heads are stacked (torch.stack adds a new dimension): concatenate them with torch.cat([...], dim=-1)",
-        "多个头被 torch.stack 堆叠（多出一个新维度）：请用 torch.cat([...], dim=-1) 拼接"),
-    "heads_share_weights": (
-        "all heads share one set of weights ([CausalAttention(...)] * num_heads repeats one object): build a new "
-        "CausalAttention for every head, e.g. [CausalAttention(...) for _ in range(num_heads)]",
-        "所有头共享同一组权重（[CausalAttention(...)] * num_heads 重复的是同一个对象）：请为每个头新建一个 "
-        "CausalAttention，例如 [CausalAttention(...) for _ in range(num_heads)]"),
-    "heads_merge_without_transpose": (
-        "the heads are merged without transposing back: call .transpose(1, 2) before "
-        ".contiguous().view(b, num_tokens, d_out), or tokens and heads get mixed up",
-        "合并多个头之前没有转置回来：请先 .transpose(1, 2) 再 .contiguous().view(b, num_tokens, d_out)，"
-        "否则 token 与头会混在一起"),
-    "query_key_swapped": (
-        "queries and keys are swapped: the scores come out transposed (K Qᵀ instead of Q Kᵀ); compute queries "
-        "with W_query, keys with W_key, and scores = queries @ keys.T",
-        "查询与键弄反了：注意力得分被转置（K Qᵀ 而不是 Q Kᵀ）；请用 W_query 计算查询、W_key 计算键，"
-        "得分 = queries @ keys.T"),
+# id -> message (English msgid; the Chinese is in the catalogue); the book section is added from the step
+MESSAGES: dict[str, str] = {
+    "softmax_wrong_dim": N_(
+        'softmax over the wrong dimension: each row (one query) must sum to 1, so normalise with dim=-1'),
+    "scale_missing": N_(
+        'the attention scores are not scaled: divide them by √d_k (keys.shape[-1] ** 0.5) before the '
+        'softmax'),
+    "scale_by_d_k": N_(
+        'the attention scores are divided by d_k: divide by its square root, √d_k = keys.shape[-1] ** '
+        '0.5'),
+    "scale_wrong_dim": N_(
+        "the attention scores are scaled with the wrong dimension (d_in or d_out): d_k is the keys' "
+        'last dimension, keys.shape[-1] (head_dim in multi-head attention)'),
+    "mask_fill_zero": N_(
+        'future scores are filled with 0 instead of −inf: exp(0) = 1, so future tokens still get '
+        'weight; use masked_fill(mask, -torch.inf)'),
+    "mask_diagonal": N_(
+        'the mask hides the diagonal too (triu with diagonal=0): a token must attend to itself, and the '
+        'first token then sees nothing (NaN); use torch.triu(..., diagonal=1)'),
+    "mask_after_softmax": N_(
+        'the mask is applied after the softmax: the remaining weights no longer sum to 1; mask the '
+        'scores with −inf before the softmax (or renormalise each row)'),
+    "mask_not_cut": N_(
+        "the (context_length, context_length) mask is not cut to the input's length: inputs shorter "
+        'than context_length fail; use self.mask.bool()[:num_tokens, :num_tokens]'),
+    "dropout_no_rescale": N_(
+        'dropout does not rescale the kept weights: multiply them by 1/(1−p) so their expected value is '
+        'unchanged (inverted dropout)'),
+    "dropout_rescale_wrong": N_(
+        'dropout multiplies the kept weights by (1−p): divide by (1−p) instead, i.e. scale by 1/(1−p)'),
+    "dropout_keep_prob": N_(
+        'p is used as the probability to keep: it is the probability to drop (keep where '
+        'torch.rand(...) >= p)'),
+    "dropout_in_eval": N_(
+        'dropout is active in evaluation mode: with training=False (after model.eval()) the weights '
+        'must pass through unchanged'),
+    "heads_cat_wrong_dim": N_(
+        'the heads are concatenated along the wrong dimension: join their outputs along the features '
+        'with torch.cat([...], dim=-1)'),
+    "heads_stacked": N_(
+        'the heads are stacked (torch.stack adds a new dimension): concatenate them with '
+        'torch.cat([...], dim=-1)'),
+    "heads_share_weights": N_(
+        'all heads share one set of weights ([CausalAttention(...)] * num_heads repeats one object): '
+        'build a new CausalAttention for every head, e.g. [CausalAttention(...) for _ in '
+        'range(num_heads)]'),
+    "heads_merge_without_transpose": N_(
+        'the heads are merged without transposing back: call .transpose(1, 2) before '
+        '.contiguous().view(b, num_tokens, d_out), or tokens and heads get mixed up'),
+    "query_key_swapped": N_(
+        'queries and keys are swapped: the scores come out transposed (K Qᵀ instead of Q Kᵀ); compute '
+        'queries with W_query, keys with W_key, and scores = queries @ keys.T'),
 }
 
 
 def message(diag_id: str, step: str, lang: str = "en") -> str:
-    en, zh = MESSAGES[diag_id]
     section = BY_ID[step].section
-    return f"{zh}（见书 §{section}）" if lang == "zh" else f"{en} (book §{section})"
+    with using(lang):
+        return _("{message} (book §{section})").format(message=_(MESSAGES[diag_id]), section=section)
 
 
 # ---------------------------------------------------------------- comparisons
