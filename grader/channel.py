@@ -27,9 +27,30 @@ class ChannelError(Exception):
     """A message from a worker that is not a well-formed result."""
 
 
+_DTYPES = {torch.float32: "F32", torch.float64: "F64", torch.float16: "F16", torch.bfloat16: "BF16",
+           torch.int64: "I64", torch.int32: "I32", torch.int16: "I16", torch.int8: "I8", torch.uint8: "U8",
+           torch.bool: "BOOL"}
+
+
 def encode(tensors: dict[str, torch.Tensor], doc: Any) -> bytes:
-    plain = {k: v.detach().to("cpu").clone().contiguous() for k, v in tensors.items()}
-    return _st_save(plain, metadata={META_KEY: json.dumps(doc, allow_nan=False)})
+    """The safetensors format written directly (the library's save goes through numpy, ~10× slower
+    for many small tensors); `decode` reads it back with the library itself."""
+    meta = json.dumps(doc, allow_nan=False)
+    header: dict[str, Any] = {"__metadata__": {META_KEY: meta}}
+    chunks: list[bytes] = []
+    offset = 0
+    for name in sorted(tensors):
+        t = tensors[name].detach()
+        if t.dtype not in _DTYPES:
+            return _st_save({k: v.detach().to("cpu").clone().contiguous() for k, v in tensors.items()},
+                            metadata={META_KEY: meta})
+        raw = t.to("cpu").contiguous().reshape(-1).view(torch.uint8).numpy().tobytes()
+        header[name] = {"dtype": _DTYPES[t.dtype], "shape": list(t.shape), "data_offsets": [offset, offset + len(raw)]}
+        chunks.append(raw)
+        offset += len(raw)
+    head = json.dumps(header, separators=(",", ":")).encode()
+    head += b" " * (-len(head) % 8)  # the format aligns the data to 8 bytes
+    return struct.pack("<Q", len(head)) + head + b"".join(chunks)
 
 
 def decode(data: bytes, *, max_bytes: int = MAX_MESSAGE_BYTES) -> tuple[dict[str, torch.Tensor], Any]:
