@@ -68,10 +68,14 @@ def _as_doc(name: str, case: Case) -> dict[str, Any]:
     return {"name": name, "probe": case.probe, "params": case.params, "seed": case.seed}
 
 
-def _case_result(doc: dict[str, Any], tensors: dict[str, torch.Tensor]) -> CaseResult:
-    return CaseResult(status=str(doc.get("status")), tensors=tensors, facts=doc.get("facts") or {},
-                      message=clean(doc.get("message", "")), where=doc.get("where"),
-                      exception=clean(doc.get("exception", ""), 80), **_msgid(doc))
+def _case_result(entry: dict[str, Any], tensors: dict[str, torch.Tensor]) -> CaseResult:
+    """One case's result, from the reference or from a worker: only plain, expected fields are kept."""
+    facts = entry.get("facts")
+    where = entry.get("where")
+    return CaseResult(status=str(entry.get("status")), tensors=tensors,
+                      facts=facts if isinstance(facts, dict) else {},
+                      message=clean(str(entry.get("message", ""))), where=where if isinstance(where, dict) else None,
+                      exception=clean(str(entry.get("exception", "")), 80), **_msgid(entry))
 
 
 def _msgid(entry: dict[str, Any]) -> dict[str, Any]:
@@ -102,10 +106,7 @@ def _parse_response(cases: dict[str, Case], tensors: dict[str, torch.Tensor], do
             out[name] = CaseResult("error", {}, {}, message=_("no result"), exception="NoResult")
             continue
         mine = {k.split("/", 1)[1]: v for k, v in tensors.items() if k.split("/", 1)[0] == name}
-        facts = entry.get("facts") if isinstance(entry.get("facts"), dict) else {}
-        where = entry.get("where") if isinstance(entry.get("where"), dict) else None
-        out[name] = CaseResult(str(entry["status"]), mine, facts, clean(str(entry.get("message", ""))), where,
-                               clean(str(entry.get("exception", "")), 80), **_msgid(entry))
+        out[name] = _case_result(entry, mine)
     return out
 
 
@@ -116,13 +117,9 @@ def _load_error_text(err: dict[str, Any]) -> str:
     return clean(f"{err.get('exception', 'Error')}: {err.get('message', '')}{loc}")
 
 
-def _step_title(step: Step, lang: str) -> str:
-    return i18n.step_title(step, lang)
-
-
 def _blank(step: Step, status: str, detail: str, message: str, lang: str) -> StepResult:
     specs = checks.CHECKS[step.id]
-    return StepResult(step.id, _step_title(step, lang), 0.0, sum(c.points for c in specs), status,
+    return StepResult(step.id, i18n.step_title(step, lang), 0.0, sum(c.points for c in specs), status,
                       [CheckResult(i18n.translate(lang, c.name), 0.0, c.points, False, message) for c in specs],
                       detail, message)
 
@@ -255,7 +252,7 @@ def judge(collected: list[Collected], *, secret: str | None = None) -> list[Repo
             total = sum(c.max_score for c in crs)
             status = "passed" if score == total else "failed" if score == 0 else "partial"
             detail, message = _detail(col.learner[sid], col.lang) if status != "passed" else ("passed", "")
-            results[sid] = StepResult(sid, _step_title(BY_ID[sid], col.lang), score, total, status, crs, detail,
+            results[sid] = StepResult(sid, i18n.step_title(BY_ID[sid], col.lang), score, total, status, crs, detail,
                                       message)
             if status != "passed":  # name the classic mistake the outputs show, if any
                 results[sid].diagnoses = diagnose.diagnose(
