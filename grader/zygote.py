@@ -183,6 +183,20 @@ class Zygote:
         os.close(alive_r)
         self._conn: socket.socket | None = None
         self._owner = -1
+        self.creator = os.getpid()
+
+    def alive(self) -> bool:
+        """Popen.poll() only works in the process that started it: a forked grading child that polls
+        gets ECHILD, which Popen reads as "exited" (and would start a zygote of its own)."""
+        if os.getpid() == self.creator:
+            return self.proc.poll() is None
+        try:
+            os.kill(self.proc.pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
 
     def _client(self) -> socket.socket:
         if self._conn is None or self._owner != os.getpid():
@@ -234,7 +248,7 @@ def zygote(fresh: bool = False) -> Zygote:
         with contextlib.suppress(OSError):
             _ZYGOTE.proc.kill()
         _ZYGOTE = None
-    if _ZYGOTE is None or _ZYGOTE.proc.poll() is not None:
+    if _ZYGOTE is None or not _ZYGOTE.alive():
         _ZYGOTE = Zygote()
     return _ZYGOTE
 

@@ -259,3 +259,16 @@ def test_a_grading_process_that_dies_is_retried(tmp_path: Path, monkeypatch: pyt
     assert result.not_graded == {}
     rows = list(csv.DictReader(io.StringIO((tmp_path / "out" / "gradebook.csv").read_text())))
     assert len(rows) == 3
+
+
+def test_forked_grading_children_share_the_parents_zygote() -> None:
+    """A grading child must not start a zygote of its own (each one would import torch again)."""
+    from grader import zygote
+
+    parent = zygote.zygote()
+    pid = os.fork()
+    if pid == 0:
+        same = zygote.zygote() is parent and zygote.zygote().proc.pid == parent.proc.pid
+        os._exit(0 if same else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.WEXITSTATUS(status) == 0
