@@ -6,6 +6,7 @@ import ast
 from typing import Any
 
 from .ingest import Submission
+from .registry import ALL_NAMES
 
 LOOPS = (ast.For, ast.While, ast.AsyncFor, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
@@ -18,7 +19,7 @@ def analyse(sub: Submission) -> dict[str, Any]:
         except (SyntaxError, ValueError, RecursionError):
             continue
         for node in ast.walk(tree):
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name in ALL_NAMES:
                 # the last definition wins, as it does when the code runs
                 loops[node.name] = sorted({n.lineno for n in ast.walk(node) if isinstance(n, LOOPS)})
     return {"loops": loops}

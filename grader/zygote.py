@@ -63,7 +63,8 @@ def serve(listener: socket.socket, alive_fd: int) -> None:
     sel.register(listener, selectors.EVENT_READ, "listen")
     sel.register(alive_fd, selectors.EVENT_READ, "alive")
     while True:
-        for key, _ in sel.select(timeout=0.2):
+        events = sel.select(timeout=0.2)
+        for key, _ in events:
             if key.data == "alive":  # the grader exited: so do we, and so does everything we forked
                 for pid in workers | stale_groups:
                     with contextlib.suppress(OSError):
@@ -106,6 +107,7 @@ def serve(listener: socket.socket, alive_fd: int) -> None:
                 for fd in fds:
                     os.close(fd)
                 conn.sendall(b"error\n")  # type: ignore[union-attr]
+        reaped = False
         while True:  # reap workers and whatever they left behind
             try:
                 pid, status = os.waitpid(-1, os.WNOHANG)
@@ -114,12 +116,14 @@ def serve(listener: socket.socket, alive_fd: int) -> None:
             if pid == 0:
                 break
             statuses[pid] = status
+            reaped = True
             if pid in workers:
                 workers.discard(pid)
                 stale_groups.add(pid)
             if len(statuses) > 10000:
                 statuses.pop(next(iter(statuses)))
-        _kill_orphans(workers)
+        if reaped or not events:  # orphans appear when a worker ends; idle ticks catch late re-parenting
+            _kill_orphans(workers)
         for pid in list(stale_groups):
             if sandbox.remove_cgroup(pid):
                 stale_groups.discard(pid)
