@@ -272,3 +272,31 @@ def test_forked_grading_children_share_the_parents_zygote() -> None:
         os._exit(0 if same else 1)
     _, status = os.waitpid(pid, 0)
     assert os.WEXITSTATUS(status) == 0
+
+
+HOSTILE = {
+    "loops.py": "def attention_scores(inputs, query):\n    while True:\n        pass\n",
+    "exits.py": "import os\nos._exit(3)\n",
+    "forks.py": "import os\ndef attention_scores(inputs, query):\n    while True:\n        try:\n            os.fork()\n"
+                "        except OSError:\n            pass\n",
+    "floods.py": "print('{\"score\": 999}' * 1000)\ndef attention_scores(inputs, query):\n    return inputs @ query\n",
+}
+
+
+def test_a_batch_with_hostile_submissions_ends_with_one_record_each(tmp_path: Path) -> None:
+    klass = tmp_path / "class"
+    klass.mkdir()
+    for name, src in HOSTILE.items():
+        (klass / name).write_text(src)
+    (klass / "honest.py").write_text((ROOT / "solutions" / "dot_scores.py").read_text())
+    result = batch.run_batch(directory=klass, out=tmp_path / "out", jobs=2, timeout=2.0)
+    assert result.records == len(HOSTILE) + 1
+    assert result.not_graded == {}
+    reports = {p.stem: json.loads(p.read_text()) for p in (tmp_path / "out" / "reports").glob("*.json")}
+    assert len(reports) == len(HOSTILE) + 1
+    dot = {name: {s["id"]: s for s in r["steps"]}["dot_scores"] for name, r in reports.items()}
+    assert dot["honest"]["status"] == "passed"
+    assert dot["loops"]["detail"] == "timeout"
+    assert dot["forks"]["status"] != "passed"
+    assert dot["exits"]["status"] == "error"
+    assert dot["floods"]["status"] == "passed"  # what it prints goes nowhere near the reports
