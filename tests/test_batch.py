@@ -277,8 +277,8 @@ def test_forked_grading_children_share_the_parents_zygote() -> None:
 HOSTILE = {
     "loops.py": "def attention_scores(inputs, query):\n    while True:\n        pass\n",
     "exits.py": "import os\nos._exit(3)\n",
-    "forks.py": "import os\ndef attention_scores(inputs, query):\n    while True:\n        try:\n            os.fork()\n"
-                "        except OSError:\n            pass\n",
+    "forks.py": "import os\ndef attention_scores(inputs, query):\n    while True:\n        try:\n"
+                "            os.fork()\n        except OSError:\n            pass\n",
     "floods.py": "print('{\"score\": 999}' * 1000)\ndef attention_scores(inputs, query):\n    return inputs @ query\n",
 }
 
