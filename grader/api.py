@@ -53,12 +53,18 @@ def save_state(workspace: str | Path, state: dict) -> None:
         pass  # progress is a convenience; a read-only workspace still grades
 
 
-def _record(workspace: str | Path, report: Report) -> None:
+def _record(workspace: str | Path, report: Report) -> dict:
+    """Remember each step's result, and every step ever passed (its solution stays unlocked after a
+    reset or a later broken save). Returns the saved state."""
     state = load_state(workspace)
     progress = state.setdefault("progress", {})
+    solved = state.setdefault("solved", [])
     for s in report.steps:
         progress[s.id] = {"status": s.status, "score": s.score, "max_score": s.max_score}
+        if s.status == "passed" and s.id not in solved:
+            solved.append(s.id)
     save_state(workspace, state)
+    return state
 
 
 def _grade_pictures(path: str | Path, html: str | Path | None, pictures: bool, **kwargs):  # type: ignore[no-untyped-def]

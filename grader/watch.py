@@ -10,7 +10,6 @@ loop, so typing `n` + Enter never blocks the watching.
 from __future__ import annotations
 
 import ast
-import gc
 import os
 import select
 import shutil
@@ -113,7 +112,6 @@ class Watcher:
         self.stdin = stdin if stdin is not None else sys.stdin
         self.poll = poll
         self.index = STEPS.index(BY_ID[start]) if start else STEPS.index(first_open_step(self.ws))
-        self.frozen = False
 
     @property
     def step(self) -> Step:
@@ -136,11 +134,8 @@ class Watcher:
             self.say("error", "red", err=f"{type(exc).__name__}: {exc}")
             return
         elapsed = time.monotonic() - start
-        api._record(self.ws, report)
+        state = api._record(self.ws, report)
         result = report.steps[0]
-        if result.status == "passed":
-            self._remember_solved(step.id)
-        state = api.load_state(self.ws)
         passed = sum(1 for s in STEPS if state.get("progress", {}).get(s.id, {}).get("status") == "passed")
         c = self.console
         if c.is_terminal:
@@ -167,19 +162,6 @@ class Watcher:
             self.say("not_yet", "", path=path)
         self.say("graded", "dim", s=elapsed, when=time.strftime("%H:%M:%S"))
         self.say("keys", "dim")
-        if not self.frozen:  # everything loaded so far lives on: keep it out of pytest's gc.collect()
-            gc.collect()
-            gc.freeze()
-            self.frozen = True
-
-    def _remember_solved(self, step_id: str) -> None:
-        from .api import load_state, save_state
-
-        state = load_state(self.ws)
-        solved = state.setdefault("solved", [])
-        if step_id not in solved:
-            solved.append(step_id)
-            save_state(self.ws, state)
 
     def command(self, line: str) -> bool:
         """Act on one line typed by the learner; False to quit."""

@@ -40,6 +40,12 @@ def test_check_exit_code_follows_the_steps(tmp_path: Path) -> None:
     assert passing.returncode == 0, passing.stdout
     listed = kata("list", "--path", str(ws))
     assert "passed (5/5)" in listed.stdout
+    # a later broken save does not lock the solution again, whether graded by check or by watch
+    shutil.copy(ROOT / "exercises" / "dot_scores.py", ws / "dot_scores.py")
+    assert kata("check", "dot_scores", "--path", str(ws)).returncode == 1
+    shown = kata("solution", "dot_scores", "--path", str(ws))
+    assert shown.returncode == 0, shown.stdout
+    assert "def attention_scores" in shown.stdout
 
 
 def test_hints_reveal_one_level_at_a_time_in_both_languages(tmp_path: Path) -> None:
