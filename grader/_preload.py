@@ -11,7 +11,7 @@ import os
 
 import torch
 
-from . import channel, checks, reference, worker
+from . import channel, checks, reference, sandbox, worker
 
 
 def _warm() -> None:
@@ -22,6 +22,7 @@ def _warm() -> None:
                             case.inputs, set())
     channel.decode(channel.encode({"warm": torch.ones(2)}, {}))  # safetensors' lazy numpy imports
     torch.manual_seed(0)
+    sandbox._readable_paths()  # cached: each worker's Landlock rules reuse it
 
 
 _warm()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import os
 import resource
 import signal
@@ -54,6 +55,7 @@ ROOT = Path(__file__).resolve().parent.parent
 LAYERS: dict[str, bool] = {}  # what confine() managed to apply, reported by `attn-kata doctor`
 
 
+@functools.cache  # the same for every worker: computed once in the zygote (grader/_preload.py)
 def _readable_paths() -> list[str]:
     """What a worker may read: Python and its packages, system libraries; not the kata's own
     folder (solutions/ lives there), except the virtual environment inside it."""

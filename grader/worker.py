@@ -179,13 +179,17 @@ def run_case(ns: dict[str, Any], case: dict[str, Any], inputs: dict[str, torch.T
 def serve(sock: socket.socket) -> None:
     """Worker main loop: receive the submission, load it, then answer one request per step."""
     _, setup = channel.decode(channel.recv_msg(sock))
+    cpu = {"forked": time.process_time()}  # where a worker's CPU goes: benchmarks/bench_grade.py prints it
     sandbox.confine(setup.get("config") or {})
+    cpu["confined"] = time.process_time()
     units = [tuple(u) for u in setup["units"]]
     labels = {label for _, label, _ in units}
     ns, errors = load_units(units)  # type: ignore[arg-type]
     kinds = {name: ("class" if isinstance(obj, type) else "callable" if callable(obj) else type(obj).__name__)
              for name, obj in ns.items()}
-    channel.send_msg(sock, channel.encode({}, {"names": kinds, "errors": errors, "layers": sandbox.LAYERS}))
+    cpu["loaded"] = time.process_time()
+    channel.send_msg(sock, channel.encode({}, {"names": kinds, "errors": errors, "layers": sandbox.LAYERS,
+                                               "cpu": cpu}))
     while True:
         try:
             request = channel.recv_msg(sock)
