@@ -22,6 +22,7 @@ from typing import Any
 import torch
 
 from .checks import Outcome
+from .checks._common import dropout_mean_close
 from .i18n import N_, _, using
 from .registry import BY_ID
 
@@ -313,13 +314,13 @@ def _causal_attention(r: Outcome) -> list[str]:
             and not _close(_got(r, "eval_dropout"), _want(r, "eval_dropout")):
         found.append("dropout_in_eval")
     # training mode, averaged over many draws: without 1/(1−p) the mean shrinks by (1−p)
-    ev, mean = _got(r, "dropout", "eval"), _got(r, "dropout", "mean")
-    p = float(r.case_specs["dropout"].params.get("ctor", {}).get("dropout", 0.0)) if "dropout" in r.case_specs \
-        else 0.0
-    if isinstance(ev, torch.Tensor) and isinstance(mean, torch.Tensor) and ev.shape == mean.shape and 0 < p < 1 \
-            and "dropout_in_eval" not in found:
-        def near(factor: float) -> bool:
-            return bool(((mean - factor * ev).abs() <= 0.06 + 0.05 * (factor * ev).abs()).all())
+    ev, mean, spread = _got(r, "dropout", "eval"), _got(r, "dropout", "mean"), _want(r, "dropout", "std")
+    spec = r.case_specs.get("dropout")
+    p = float(spec.params.get("ctor", {}).get("dropout", 0.0)) if spec else 0.0
+    if isinstance(ev, torch.Tensor) and isinstance(mean, torch.Tensor) and isinstance(spread, torch.Tensor) \
+            and ev.shape == mean.shape == spread.shape and 0 < p < 1 and "dropout_in_eval" not in found:
+        def near(factor: float) -> bool:  # the draws of a mean scaled by `factor` spread `factor` times as much
+            return dropout_mean_close(mean, factor * ev, factor * spread, int(spec.params["copies"]))
 
         if not near(1.0):
             if near(1 - p):

@@ -128,10 +128,10 @@ def _build(ns: Mapping[str, Any], cls: str, ctor: dict[str, Any], seed: int | No
 @probe
 def module(ns: Mapping[str, Any], inputs: Mapping[str, torch.Tensor], *, cls: str, ctor: dict[str, Any],
            train: bool = False, grad: bool = False, load: bool = True, seed: int | None = None,
-           extra_x: list[str] | None = None) -> Outputs:
+           extra_x: list[str] | None = None, structure: bool = False) -> Outputs:
     """Build a module, load the grader's weights (inputs `w.<param>`), run it on `x` (and extra inputs)."""
     m = _build(ns, cls, ctor, seed)
-    out: Outputs = {"structure": _structure(m)}
+    out: Outputs = {"structure": _structure(m)} if structure else {}
     if load:
         _load_weights(m, {k[2:]: v for k, v in inputs.items() if k.startswith("w.")})
     m.train(train)
@@ -199,4 +199,5 @@ def dropout_average(ns: Mapping[str, Any], inputs: Mapping[str, torch.Tensor], *
         eval_out = _tensor(m(x), f"{cls}.forward()")
         m.train()
         samples = _tensor(m(x.expand(copies, *x.shape[1:]).contiguous()), f"{cls}.forward()")
-    return {"eval": eval_out, "mean": samples.mean(dim=0, keepdim=True), "sample": samples[:2]}
+    return {"eval": eval_out, "mean": samples.mean(dim=0, keepdim=True), "sample": samples[:2],
+            "std": samples.std(dim=0, keepdim=True)}

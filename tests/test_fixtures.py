@@ -179,3 +179,27 @@ SECRET_SENSITIVE = ["drop_keep_prob", "softmax_global_max", "mask_fill_zero", "v
 @pytest.mark.parametrize("name", SECRET_SENSITIVE)
 def test_outcome_does_not_depend_on_the_secret(name: str) -> None:
     assert outcome(graded(str(BUGGY / f"{name}.py"), "another term's secret")) == EXPECTED[name]
+
+
+# ---------------------------------------------------------------- the dropout average is a sound statistical test
+
+DROPOUT_CHECK = "dropout: none in eval mode, mean preserved (1/(1−p)) in training"
+
+
+def _failed_dropout_check(path: Path, secret: str) -> bool:
+    step = grade(str(path), secret=secret, steps=["causal_attention"]).steps[0]
+    return any(c.name == DROPOUT_CHECK and not c.passed for c in step.checks)
+
+
+@pytest.mark.parametrize("term", range(12))
+def test_dropout_average_across_secrets(term: int, tmp_path: Path) -> None:
+    """Other terms' secrets (other weights, other draws): a right dropout written differently (its own mask,
+    drawing random numbers in another order) always passes; dropping without rescaling always fails."""
+    secret = f"term {term}"
+    right = (BUGGY / "ca_dropout_no_rescale.py").read_text(encoding="utf-8").replace(
+        "(torch.rand_like(attn_weights) >= self.p)", "(torch.rand_like(attn_weights) >= self.p) / (1 - self.p)")
+    assert right != (BUGGY / "ca_dropout_no_rescale.py").read_text(encoding="utf-8")
+    (tmp_path / "ca_own_mask.py").write_text(right, encoding="utf-8")
+    assert not _failed_dropout_check(tmp_path / "ca_own_mask.py", secret)
+    assert not _failed_dropout_check(CORRECT / "book_verbatim.py", secret)
+    assert _failed_dropout_check(BUGGY / "ca_dropout_no_rescale.py", secret)

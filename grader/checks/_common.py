@@ -19,6 +19,17 @@ def call(fn: str, g: Gen, consts: list[Any] | None = None, grad_out: tuple[int, 
     return Case("call", {**inputs, **extra}, params, seed=g.seed())
 
 
+DROPOUT_COPIES = 1000
+DROPOUT_Z = 6.0  # a right dropout fails this bound with probability ~1e-8 per entry
+
+
+def dropout_mean_close(mean: torch.Tensor, target: torch.Tensor, std: torch.Tensor, copies: int) -> bool:
+    """Is the mean of `copies` dropout draws `target`, within DROPOUT_Z standard errors? `std` is the spread of
+    the reference's own draws (trusted), so the bound is as tight as the sample size allows and no looser."""
+    tol = DROPOUT_Z * std / copies**0.5 + 1e-4 * (1 + target.abs())
+    return bool(((mean - target).abs() <= tol).all())
+
+
 def linear_shapes(prefix: str, d_in: int, d_out: int, bias: bool = False) -> dict[str, tuple[int, ...]]:
     shapes: dict[str, tuple[int, ...]] = {}
     for m in ("W_query", "W_key", "W_value"):
@@ -30,13 +41,15 @@ def linear_shapes(prefix: str, d_in: int, d_out: int, bias: bool = False) -> dic
 
 def module(cls: str, g: Gen, ctor: dict[str, Any], shapes: dict[str, tuple[int, ...]], x: torch.Tensor,
            grad_out: tuple[int, ...] | None = None, train: bool = False,
-           extra: dict[str, torch.Tensor] | None = None) -> Case:
+           extra: dict[str, torch.Tensor] | None = None, structure: bool = False) -> Case:
     """A case building cls(**ctor), loading seeded weights, running it on x (and extra inputs);
-    with grad_out (the expected output shape), also backward."""
+    with grad_out (the expected output shape), also backward; with structure, also the module's
+    structure facts (parameters, buffers, children), for the cases whose checks read them."""
     inputs = {**g.weights(shapes), "x": x, **(extra or {})}
     if grad_out is not None:
         inputs["grad_out"] = g.randn(*grad_out)
-    params = {"cls": cls, "ctor": ctor, "grad": grad_out is not None, "train": train, "extra_x": list(extra or {})}
+    params = {"cls": cls, "ctor": ctor, "grad": grad_out is not None, "train": train, "extra_x": list(extra or {}),
+              "structure": structure}
     return Case("module", inputs, params, seed=g.seed())
 
 

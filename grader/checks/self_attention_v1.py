@@ -19,7 +19,7 @@ def _cases(g: Gen) -> dict[str, Case]:
     ctor = {"d_in": d_in, "d_out": d_out}
     return {
         "fwd": module(CLS, g, ctor, shapes, g.randn(n, d_in), grad_out=(n, d_out)),
-        "single": module(CLS, g, ctor, shapes, g.randn(1, d_in)),
+        "single": module(CLS, g, ctor, shapes, g.randn(1, d_in), structure=True),
         "wide": module(CLS, g, {"d_in": d_in, "d_out": 16}, {m: (d_in, 16) for m in shapes}, g.randn(n, d_in)),
         "book": book(CLS, g, {"d_in": 3, "d_out": 2}, 123, book_inputs()),
     }

@@ -20,7 +20,7 @@ def _cases(g: Gen) -> dict[str, Case]:
         "fwd": module(CLS, g, ctor, linear_shapes("", d_in, d_out), g.randn(n, d_in), grad_out=(n, d_out)),
         "bias": module(CLS, g, {**ctor, "qkv_bias": True}, linear_shapes("", d_in, d_out, bias=True),
                        g.randn(n, d_in), grad_out=(n, d_out)),
-        "single": module(CLS, g, ctor, linear_shapes("", d_in, d_out), g.randn(1, d_in)),
+        "single": module(CLS, g, ctor, linear_shapes("", d_in, d_out), g.randn(1, d_in), structure=True),
         "book": book(CLS, g, {"d_in": 3, "d_out": 2}, 789, book_inputs()),
     }
 
