@@ -15,7 +15,9 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -48,7 +50,16 @@ def main() -> None:
     print(f"warm engine.grade: median {statistics.median(warm) * 1000:.0f} ms wall of {args.n}")
 
     worker_cpu = []
-    real_receive = Worker.receive
+    phases: list[dict[str, float]] = []
+    real_receive, real_hello = Worker.receive, Worker.hello
+
+    def hello(self: Worker, timeout: float) -> Any:  # measures, changes nothing
+        doc = real_hello(self, timeout)
+        if isinstance(doc, dict) and isinstance(doc.get("cpu"), dict):
+            phases.append(doc["cpu"])
+        return doc
+
+    Worker.hello = hello  # type: ignore[method-assign]
 
     def receive(self: Worker, timeout: float) -> tuple:  # measures, changes nothing
         tensors, doc = real_receive(self, timeout)
@@ -73,6 +84,14 @@ def main() -> None:
     w = statistics.median(worker_cpu)
     print(f"CPU per submission: worker {w * 1000:.0f} ms + grader collect {collect_cpu * 1000:.0f} ms "
           f"+ judge {judge_cpu * 1000:.0f} ms = {(w + collect_cpu + judge_cpu) * 1000:.0f} ms")
+    if phases:  # the worker's own account (process_time since the fork; its exit is not included)
+        def med(f: Callable[[dict[str, float]], float]) -> float:
+            return statistics.median(f(p) for p in phases) * 1000
+
+        print(f"  worker: until set-up received {med(lambda p: p['forked']):.1f} ms, confine "
+              f"{med(lambda p: p['confined'] - p['forked']):.1f} ms, import the submission "
+              f"{med(lambda p: p['loaded'] - p['confined']):.1f} ms, run the probes "
+              f"{w * 1000 - med(lambda p: p['loaded']):.1f} ms")
 
 
 if __name__ == "__main__":
