@@ -48,7 +48,7 @@ def _recv_line(conn: socket.socket) -> tuple[bytes, list[int]]:
     data = b""
     fds: list[int] = []
     while not data.endswith(b"\n"):
-        msg, got, _, _ = socket.recv_fds(conn, 65536, 4)
+        msg, got, _, _ = socket.recv_fds(conn, 256, 4)  # a small buffer: each fresh page is a copy-on-write fault
         if not msg:
             raise EOFError
         data += msg
