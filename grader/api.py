@@ -11,11 +11,10 @@ from pathlib import Path
 from rich.console import Console
 
 from . import i18n, reporters
-from .engine import DEFAULT_TIMEOUT
-from .engine import grade as grade_report
 from .i18n import N_, _
 from .registry import BY_ID, STEPS
 from .report import Report
+from .settings import DEFAULT_TIMEOUT
 
 STATE_DIR = ".attn-kata"
 
@@ -70,6 +69,8 @@ def _record(workspace: str | Path, report: Report) -> dict:
 def _grade_pictures(path: str | Path, html: str | Path | None, pictures: bool, **kwargs):  # type: ignore[no-untyped-def]
     """Grade; with `pictures`, also the weight matrices (grader.heatmap), and write the HTML report if asked."""
     if not (pictures or html):
+        from .engine import grade as grade_report  # here, not at the top: `batch` never imports torch
+
         return grade_report(path, **kwargs), {}
     from . import heatmap
 

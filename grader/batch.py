@@ -8,29 +8,35 @@ Layout of OUT:
   summary.json        per step: mean, share of full marks, most common failed check
   .staging/           what was extracted from zip archives (checked first; nothing lands outside OUT)
 
-The learner's code runs only in workers forked by the zygote (grader.session); the grading children
-forked here are trusted: each calls engine.grade and sends back the report as a plain dict.
+The learner's code runs only in workers forked by the zygote (grader.session). The trusted grading
+processes are forked by the zygote too, before they learn the secret, so torch is imported once per batch
+(by the zygote) and this coordinating process never imports it; each grades chunks of submissions and
+sends back the reports as plain dicts.
 """
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import csv
 import hashlib
 import io
 import json
-import multiprocessing
 import os
+import pickle
 import re
+import selectors
 import shutil
+import signal
+import socket
 import sqlite3
 import stat
+import struct
 import time
 import traceback
 import zipfile
 from collections import Counter
 from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor, as_completed
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,6 +44,7 @@ from typing import Any
 from . import i18n
 from .i18n import N_, _
 from .registry import STEPS
+from .settings import DEFAULT_TIMEOUT, grader_version, resolve_secret
 
 SUFFIXES = (".py", ".ipynb")
 IGNORED_DIRS = {"__pycache__", ".ipynb_checkpoints", ".attn-kata", "__MACOSX", ".git"}
@@ -342,21 +349,55 @@ def write_atomic(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-# ---------------------------------------------------------------- grading children (trusted)
+# ---------------------------------------------------------------- grading processes (trusted)
+#
+# The zygote forks them (`Zygote.grader`), before they know the secret: they share its torch import, so
+# torch is imported once per batch, and this coordinating process never imports it at all. Each gets its
+# settings, then chunks of submissions, over a socket of its own; it asks the zygote for a worker per
+# submission like any grading process, judges the chunk in one pytest session and sends back the reports.
+# Both ends are trusted, so the messages are pickles (learner data crosses only as report dicts).
 
 _GRADE_ARGS: dict[str, Any] = {}
+_MAX_MESSAGE = 256 * 1024 * 1024
 
 
-def _child_init() -> None:
+def _send(sock: socket.socket, obj: Any) -> None:
+    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    sock.sendall(struct.pack(">Q", len(data)) + data)
+
+
+def _recv_exact(sock: socket.socket, n: int) -> bytes:
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = sock.recv(min(n - len(buf), 1 << 20))
+        if not chunk:
+            raise EOFError
+        buf += chunk
+    return bytes(buf)
+
+
+def _recv(sock: socket.socket) -> Any:
+    (n,) = struct.unpack(">Q", _recv_exact(sock, 8))
+    if n > _MAX_MESSAGE:
+        raise EOFError
+    return pickle.loads(_recv_exact(sock, n))
+
+
+def grading_process(fd: int) -> None:
+    """The main loop of a grading process (forked by the zygote): settings, then chunk after chunk."""
     import signal
 
     import torch
 
-    from .zygote import set_name
-
-    set_name("attn-grade")
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides what Ctrl-C means
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the coordinating process decides what Ctrl-C means
     torch.set_num_threads(1)
+    sock = socket.socket(fileno=fd)
+    try:
+        _GRADE_ARGS.update(_recv(sock))
+        while True:
+            _send(sock, _grade_chunk(_recv(sock)))
+    except (EOFError, OSError):
+        return  # the batch is over (or gone)
 
 
 def _collect_one(job: tuple[int, str]) -> tuple[int, Any, str, float]:
@@ -523,21 +564,109 @@ class BatchResult:
 ProgressHook = Callable[[int, int], None]
 
 
+class _Grader:
+    """One trusted grading process (forked by the zygote) and the chunk it is working on."""
+
+    def __init__(self, settings: dict[str, Any]):
+        from . import zygote
+
+        self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            self.pid = zygote.zygote().grader(theirs.fileno())
+        finally:
+            theirs.close()
+        self.chunk: list[tuple[int, str]] | None = None
+        _send(self.sock, settings)
+
+    def give(self, chunk: list[tuple[int, str]]) -> None:
+        self.chunk = chunk
+        _send(self.sock, chunk)
+
+    def kill(self) -> None:
+        with contextlib.suppress(OSError):
+            os.kill(self.pid, signal.SIGKILL)
+        self.sock.close()
+
+    def gone(self) -> bool:
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:
+            return False
+        return False
+
+
+def _grade_in_pool(chunks: list[list[tuple[int, str]]], jobs: int, settings: dict[str, Any],
+                   record: Callable[[list[Any]], None], lost: Callable[[list[tuple[int, str]]], None]) -> None:
+    """Hand the chunks to `jobs` grading processes, the next chunk to whichever finishes first. A grading
+    process that dies (the OOM killer, a grader bug) is replaced and its chunk retried once."""
+    queue = collections.deque((chunk, 0) for chunk in chunks)
+    attempts: dict[int, int] = {}  # id(chunk) -> tries so far
+    sel = selectors.DefaultSelector()
+    busy: dict[int, _Grader] = {}
+    retired: list[_Grader] = []
+
+    def next_chunk(g: _Grader) -> None:
+        if queue:
+            chunk, tries = queue.popleft()
+            attempts[id(chunk)] = tries
+            g.give(chunk)
+            sel.register(g.sock, selectors.EVENT_READ, g)
+            busy[g.pid] = g
+        else:  # nothing left: closing its socket ends it
+            g.sock.close()
+            retired.append(g)
+
+    try:
+        for _ in range(min(jobs, len(queue))):
+            next_chunk(_Grader(settings))
+        while busy:
+            for key, _events in sel.select(timeout=1.0):
+                g = key.data
+                sel.unregister(g.sock)
+                del busy[g.pid]
+                chunk = g.chunk or []
+                try:
+                    results = _recv(g.sock)
+                except (EOFError, OSError, pickle.UnpicklingError, struct.error):
+                    g.kill()
+                    retired.append(g)
+                    if attempts[id(chunk)] == 0:
+                        queue.appendleft((chunk, 1))
+                    else:
+                        lost(chunk)
+                    if queue:
+                        next_chunk(_Grader(settings))
+                    continue
+                record(results)
+                next_chunk(g)
+    except BaseException:  # Ctrl-C, or this process's own failure: stop every grading process at once
+        for g in [*busy.values(), *retired]:
+            g.kill()
+        raise
+    finally:
+        sel.close()
+    deadline = time.monotonic() + 5.0  # they exit once their socket closes; wait, so their CPU is accounted
+    while retired and time.monotonic() < deadline:
+        retired = [g for g in retired if not g.gone()]
+        if retired:
+            time.sleep(0.01)
+
+
 def run_batch(*, directory: str | Path, out: str | Path, jobs: int | None = None, resume: bool = False,
               secret: str | None = None, timeout: float | None = None, lang: str = "en",
               progress: Callable[[int], Any] | None = None, start: Callable[[int, int], Any] | None = None,
               ) -> BatchResult:
     """Grade every submission in `directory` into `out`. `start(total, already_done)` and
     `progress(n_done_now)` let a caller draw a progress bar."""
-    from . import engine, session
-
     t0 = time.monotonic()
     directory, out = Path(directory), Path(out)
     if not directory.is_dir():
         raise FileNotFoundError(f"{directory}: not a directory")
     out.mkdir(parents=True, exist_ok=True)
-    secret = engine.resolve_secret(secret)
-    version = engine.grader_version()
+    secret = resolve_secret(secret)
+    version = grader_version()
     shash = secret_hash(secret)
     entries = discover(directory, out / ".staging")
     for e in entries:
@@ -567,47 +696,30 @@ def run_batch(*, directory: str | Path, out: str | Path, jobs: int | None = None
     work = [(i, str(group[0].path)) for i, group in enumerate(todo.values())]
     groups = list(todo.values())
     if work:
-        session.warm_up()  # the zygote imports torch while this process computes the reference results
-        engine.prepared(secret)  # cases and reference results: computed once, inherited by the children
-        _GRADE_ARGS.update(secret=secret, timeout=timeout if timeout is not None else engine.DEFAULT_TIMEOUT,
-                           lang=lang)
-        ctx = multiprocessing.get_context("fork")
-        pending = dict(work)
-        for attempt in range(2):  # a grading child that dies (OOM killer…) breaks the pool: retry the rest once
-            if not pending:
-                break
-            pool = ProcessPoolExecutor(min(jobs, len(pending)), mp_context=ctx, initializer=_child_init)
-            try:
-                chunks = _chunks(sorted(pending.items()), jobs)
-                futures = [pool.submit(_grade_chunk, chunk) for chunk in chunks]
-                for fut in as_completed(futures):
-                    try:
-                        results = fut.result()
-                    except BrokenProcessPool:
-                        continue
-                    for i, report, err, secs in results:
-                        del pending[i]
-                        group = groups[i]
-                        if report is None:
-                            for e in group:
-                                failures[e.slug] = f"internal error: {err.splitlines()[0] if err else 'unknown'}"
-                        else:
-                            index.put(group[0], version, shash, report, secs)
-                            for e in group:
-                                _write_report(out, e, report)
-                                written.add(e.slug)
-                        if progress:
-                            progress(len(group))
-            except BaseException:
-                for proc in list(getattr(pool, "_processes", {}).values()):  # Ctrl-C: stop at once
-                    proc.kill()
-                pool.shutdown(wait=False, cancel_futures=True)
-                raise
-            pool.shutdown(wait=True)
-            if attempt == 1:
-                for i in pending:
-                    for e in groups[i]:
-                        failures[e.slug] = "internal error: the grading process died twice"
+        settings = {"secret": secret, "timeout": timeout if timeout is not None else DEFAULT_TIMEOUT, "lang": lang}
+
+        def record(results: list[tuple[int, dict[str, Any] | None, str, float]]) -> None:
+            for i, report, err, secs in results:
+                group = groups[i]
+                if report is None:
+                    for e in group:
+                        failures[e.slug] = f"internal error: {err.splitlines()[0] if err else 'unknown'}"
+                else:
+                    index.put(group[0], version, shash, report, secs)
+                    for e in group:
+                        _write_report(out, e, report)
+                        written.add(e.slug)
+                if progress:
+                    progress(len(group))
+
+        def lost(chunk: list[tuple[int, str]]) -> None:
+            for i, _path in chunk:
+                for e in groups[i]:
+                    failures[e.slug] = "internal error: the grading process died twice"
+                if progress:
+                    progress(len(groups[i]))
+
+        _grade_in_pool(_chunks(work, jobs), jobs, settings, record, lost)
 
     # the final pass: exactly one record per submission, from the index
     reports: dict[str, dict[str, Any] | None] = {}

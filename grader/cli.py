@@ -11,8 +11,7 @@ import click
 from . import i18n, zygote
 from .i18n import _
 from .registry import STEPS, get_step
-
-DEFAULT_TIMEOUT = 10.0
+from .settings import DEFAULT_TIMEOUT
 
 LANGS = click.Choice(["en", "zh"])
 GRADING_COMMANDS = {"check", "grade", "batch", "watch", "doctor"}

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import functools
 import gc
-import os
 from collections.abc import Iterable
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
@@ -19,23 +17,14 @@ from .registry import BY_ID, STEPS, Step
 from .report import CheckResult, Report, StepResult, clean
 from .runner import run_jobs
 from .session import Worker, WorkerLost
+from .settings import DEFAULT_TIMEOUT, LOAD_TIMEOUT, grader_version, resolve_secret
+
+__all__ = ["DEFAULT_TIMEOUT", "LOAD_TIMEOUT", "collect", "grade", "grade_many", "grader_version", "judge",
+           "prepared", "resolve_secret"]
 
 # StepResult.detail says what happened: passed, wrong_answer, wrong_type, timeout, memory_limit, crashed,
 # no_result, import_error, rejected_input, not_implemented, not_started (infrastructure errors raise instead)
 DETAIL_FOR_LOSS = {"timeout": "timeout", "crashed": "crashed", "unreadable": "no_result"}
-DEFAULT_TIMEOUT = 10.0  # seconds per step, wall clock, enforced from outside the worker
-LOAD_TIMEOUT = 30.0
-
-
-def grader_version() -> str:
-    try:
-        return version("attention-kata")
-    except PackageNotFoundError:
-        return "0+unknown"
-
-
-def resolve_secret(secret: str | None) -> str:
-    return secret if secret is not None else os.environ.get("ATTN_KATA_SECRET", "")
 
 
 @functools.lru_cache(maxsize=8)

@@ -67,8 +67,10 @@ def serve(listener: socket.socket, alive_fd: int) -> None:
     set_name("attn-zygote")
     statuses: dict[int, int] = {}
     workers: set[int] = set()
+    graders: set[int] = set()  # trusted grading processes forked for a batch (grader/batch.py)
     stale_groups: set[int] = set()  # pids cgroups of finished workers, to empty and remove
     last_scan = 0.0
+    me, path = os.getpid(), listener.getsockname()
     sandbox.remove_stale_cgroups()
     sel = selectors.DefaultSelector()
     sel.register(listener, selectors.EVENT_READ, "listen")
@@ -81,6 +83,7 @@ def serve(listener: socket.socket, alive_fd: int) -> None:
                     with contextlib.suppress(OSError):
                         os.killpg(pid, signal.SIGKILL)
                     sandbox.remove_cgroup(pid)
+                _reap_all(graders)
                 os._exit(0)
             if key.data == "listen":
                 conn, _ = listener.accept()
@@ -94,9 +97,9 @@ def serve(listener: socket.socket, alive_fd: int) -> None:
                 conn.close()  # type: ignore[union-attr]
                 continue
             verb, _, arg = line.decode().strip().partition(" ")
-            if verb == "spawn" and len(fds) == 1:
+            if verb in ("spawn", "grader") and len(fds) == 1:
                 pid = os.fork()
-                if pid == 0:  # the worker
+                if pid == 0:  # the worker, or a trusted grading process
                     try:
                         for other in list(sel.get_map().values()):  # no zygote socket reaches the learner
                             if other.data == "client":
@@ -105,12 +108,19 @@ def serve(listener: socket.socket, alive_fd: int) -> None:
                         listener.close()
                         os.close(alive_fd)
                         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-                        set_name("attn-worker")
-                        worker.entry(fds[0])
+                        if verb == "spawn":
+                            set_name("attn-worker")
+                            worker.entry(fds[0])
+                        else:  # forked before it knows the secret; it asks us for its workers like anyone else
+                            set_name("attn-grade")
+                            from . import batch
+
+                            attach(path, me)
+                            batch.grading_process(fds[0])
                     finally:
                         os._exit(0)
                 os.close(fds[0])
-                workers.add(pid)
+                (workers if verb == "spawn" else graders).add(pid)
                 conn.sendall(f"{pid}\n".encode())  # type: ignore[union-attr]
             elif verb == "status":
                 pid = int(arg)
@@ -132,17 +142,35 @@ def serve(listener: socket.socket, alive_fd: int) -> None:
             if pid in workers:
                 workers.discard(pid)
                 stale_groups.add(pid)
+            graders.discard(pid)
             if len(statuses) > 10000:
                 statuses.pop(next(iter(statuses)))
         now = time.monotonic()
         if (reaped or not events) and now - last_scan > ORPHAN_SCAN_INTERVAL:
             # orphans appear when a worker ends (and its pids cgroup, where there is one, already caps
             # them); one /proc scan per interval serves a whole burst of workers ending
-            _kill_orphans(workers)
+            _kill_orphans(workers | graders)
             last_scan = now
         for pid in list(stale_groups):
             if sandbox.remove_cgroup(pid):
                 stale_groups.discard(pid)
+
+
+def _reap_all(graders: set[int], patience: float = 2.0) -> None:
+    """Before the zygote exits: stop the grading processes still running (the batch ends them itself when
+    it finishes; these are left only when it was killed) and reap every child, so that all the CPU they
+    used is accounted to whoever started us."""
+    for pid in graders:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + patience
+    while time.monotonic() < deadline:
+        try:
+            pid, _status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if not pid:
+            time.sleep(0.005)
 
 
 def _kill_orphans(workers: set[int]) -> None:
@@ -184,9 +212,17 @@ def exit_status(raw: Any) -> str:
 
 
 class Zygote:
-    """Starts the zygote process; each grading process (forked ones too) gets its own connection."""
+    """Starts the zygote process; each grading process (forked ones too) gets its own connection.
+    With `path` and `pid`, only connects to a zygote already running (from a grading process it forked)."""
 
-    def __init__(self) -> None:
+    def __init__(self, path: str | None = None, pid: int = -1) -> None:
+        self._conn: socket.socket | None = None
+        self._owner = -1
+        self.creator = os.getpid()
+        self.proc: subprocess.Popen | None = None
+        if path is not None:
+            self.path, self.pid, self.alive_w = path, pid, -1
+            return
         self.dir = tempfile.mkdtemp(prefix="attn-kata-")
         self.path = os.path.join(self.dir, "zygote.sock")
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -201,17 +237,15 @@ class Zygote:
             env=_zygote_env())
         listener.close()
         os.close(alive_r)
-        self._conn: socket.socket | None = None
-        self._owner = -1
-        self.creator = os.getpid()
+        self.pid = self.proc.pid
 
     def alive(self) -> bool:
         """Popen.poll() only works in the process that started it: a forked grading child that polls
         gets ECHILD, which Popen reads as "exited" (and would start a zygote of its own)."""
-        if os.getpid() == self.creator:
+        if self.proc is not None and os.getpid() == self.creator:
             return self.proc.poll() is None
         try:
-            os.kill(self.proc.pid, 0)
+            os.kill(self.pid, 0)
         except ProcessLookupError:
             return False
         except PermissionError:
@@ -246,6 +280,10 @@ class Zygote:
     def spawn(self, fd: int) -> int:
         return int(self._ask("spawn", [fd]))
 
+    def grader(self, fd: int) -> int:
+        """Fork a trusted grading process that talks to us over `fd` (grader/batch.py)."""
+        return int(self._ask("grader", [fd]))
+
     def status(self, pid: int) -> str:
         return self._ask(f"status {pid}")
 
@@ -269,12 +307,19 @@ def zygote(fresh: bool = False) -> Zygote:
     """This process tree's zygote; `fresh` replaces one that stopped answering."""
     global _ZYGOTE
     if fresh and _ZYGOTE is not None:
-        with contextlib.suppress(OSError):
-            _ZYGOTE.proc.kill()
+        if _ZYGOTE.proc is not None:
+            with contextlib.suppress(OSError):
+                _ZYGOTE.proc.kill()
         _ZYGOTE = None
     if _ZYGOTE is None or not _ZYGOTE.alive():
         _ZYGOTE = Zygote()
     return _ZYGOTE
+
+
+def attach(path: str, pid: int) -> None:
+    """In a grading process the zygote forked: use that zygote (over a connection of our own)."""
+    global _ZYGOTE
+    _ZYGOTE = Zygote(path, pid)
 
 
 def warm_up() -> None:
