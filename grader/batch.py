@@ -773,4 +773,5 @@ def _stop_zygote() -> None:
         z.proc.wait(timeout=5)
     except (OSError, Exception):
         pass
+    z.remove_dir()
     zygote._ZYGOTE = None

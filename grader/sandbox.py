@@ -153,17 +153,24 @@ def _pids_cgroup(limit: int) -> bool:
 
 def remove_cgroup(pid: int) -> bool:
     """Called by the zygote once a worker is reaped: kill whatever is still in its cgroup, remove it.
-    Returns False while processes remain (try again later)."""
-    for base in (PIDS_CGROUP, Path("/sys/fs/cgroup")):
-        group = base / "attn-kata" / f"worker-{pid}"
-        if not group.exists():
-            continue
-        with contextlib.suppress(OSError):
-            for line in (group / "cgroup.procs").read_text().split():
-                with contextlib.suppress(ProcessLookupError, PermissionError, ValueError):
-                    os.kill(int(line), signal.SIGKILL)
+    Returns False while processes remain (try again later). Plain strings and os calls: this runs for
+    every worker, in the zygote, where each page a Python object touches is a copy-on-write fault."""
+    for base in (str(PIDS_CGROUP), "/sys/fs/cgroup"):
+        group = f"{base}/attn-kata/worker-{pid}"
         try:
-            group.rmdir()
+            with open(f"{group}/cgroup.procs") as f:
+                members = f.read().split()
+        except FileNotFoundError:
+            continue
+        except OSError:
+            members = []
+        for member in members:
+            with contextlib.suppress(ProcessLookupError, PermissionError, ValueError):
+                os.kill(int(member), signal.SIGKILL)
+        try:
+            os.rmdir(group)
+        except FileNotFoundError:
+            continue
         except OSError:
             return False
     return True

@@ -11,10 +11,12 @@ Protocol on its Unix socket, one connection per grading process: the client send
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import ctypes
 import os
 import selectors
+import shutil
 import signal
 import socket
 import subprocess
@@ -26,7 +28,7 @@ from typing import Any
 
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_NAME = 15
-ORPHAN_SCAN_INTERVAL = 0.1  # seconds
+ORPHAN_SCAN_INTERVAL = 0.5  # seconds: a worker's pids cgroup already caps (and on removal kills) what it left
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -84,6 +86,7 @@ def serve(listener: socket.socket, alive_fd: int) -> None:
                         os.killpg(pid, signal.SIGKILL)
                     sandbox.remove_cgroup(pid)
                 _reap_all(graders)
+                shutil.rmtree(os.path.dirname(path), ignore_errors=True)  # also when the grader was killed
                 os._exit(0)
             if key.data == "listen":
                 conn, _ = listener.accept()
@@ -224,6 +227,7 @@ class Zygote:
             self.path, self.pid, self.alive_w = path, pid, -1
             return
         self.dir = tempfile.mkdtemp(prefix="attn-kata-")
+        atexit.register(self.remove_dir)
         self.path = os.path.join(self.dir, "zygote.sock")
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         listener.bind(self.path)
@@ -238,6 +242,11 @@ class Zygote:
         listener.close()
         os.close(alive_r)
         self.pid = self.proc.pid
+
+    def remove_dir(self) -> None:
+        """The socket's folder, once we are done with it (only by the process that made it)."""
+        if self.proc is not None and os.getpid() == self.creator:
+            shutil.rmtree(self.dir, ignore_errors=True)
 
     def alive(self) -> bool:
         """Popen.poll() only works in the process that started it: a forked grading child that polls
@@ -310,6 +319,7 @@ def zygote(fresh: bool = False) -> Zygote:
         if _ZYGOTE.proc is not None:
             with contextlib.suppress(OSError):
                 _ZYGOTE.proc.kill()
+            _ZYGOTE.remove_dir()
         _ZYGOTE = None
     if _ZYGOTE is None or not _ZYGOTE.alive():
         _ZYGOTE = Zygote()
