@@ -74,8 +74,9 @@ def decode(data: bytes, *, max_bytes: int = MAX_MESSAGE_BYTES) -> tuple[dict[str
         raw = _st_load(bytes(data))
     except Exception as exc:  # safetensors raises its own error types
         raise ChannelError(f"unreadable tensors: {exc}") from None
-    # exact torch.Tensor, owning its memory: no subclass can ride along
-    tensors = {str(k): torch.Tensor(v.clone()) if type(v) is not torch.Tensor else v.clone() for k, v in raw.items()}
+    # exact torch.Tensor, owning its memory (safetensors copies each tensor's bytes out of `data`): no
+    # subclass can ride along
+    tensors = {str(k): v if type(v) is torch.Tensor else torch.Tensor(v.clone()) for k, v in raw.items()}
     return tensors, doc
 
 

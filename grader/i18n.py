@@ -71,8 +71,9 @@ def _(msgid: str) -> str:
 
 def translate(lang: str | None, msgid: str) -> str:
     """`msgid` in `lang` (None: the current language)."""
-    with using(lang):
-        return _(msgid)
+    if not msgid:
+        return msgid
+    return translations(current() if lang is None else normalise(lang)).gettext(msgid)
 
 
 def N_(msgid: str) -> str:
