@@ -45,7 +45,7 @@ TEXT: dict[str, str] = {  # msgids: the Chinese is in the message catalogue (gra
 
 
 def _t(key: str, lang: str, **kw: Any) -> str:
-    return i18n.translate(lang, TEXT[key]).format(**kw)
+    return i18n.text(TEXT, key, lang, **kw)
 
 
 def _e(text: Any) -> str:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import gettext
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
@@ -74,6 +74,11 @@ def translate(lang: str | None, msgid: str) -> str:
     if not msgid:
         return msgid
     return translations(current() if lang is None else normalise(lang)).gettext(msgid)
+
+
+def text(table: Mapping[str, str], key: str, lang: str | None, /, **params: Any) -> str:
+    """table[key] (a msgid) in `lang`, formatted: for modules that keep their texts in a table."""
+    return translate(lang, table[key]).format(**params)
 
 
 def N_(msgid: str) -> str:

@@ -156,3 +156,27 @@ def test_check_in_a_terminal_draws_the_failing_weights(tmp_path: Path) -> None:
         child.close(force=True)
     assert leaks >= 10  # every cell above the diagonal of a ≥ 5×5 matrix
     assert child.exitstatus == 1
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_reset_finds_the_stub_in_the_learners_git_history(tmp_path: Path) -> None:
+    """A workspace kept in git: the stub is HEAD's file while it is still a stub, else the version that
+    added the file, whatever the learner committed since."""
+    from grader.watch import _git_stub
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-C", str(tmp_path), "-c", "user.name=l", "-c", "user.email=l@x", *args],
+                       check=True, capture_output=True)
+
+    stub = (ROOT / "exercises" / "causal_mask.py").read_text(encoding="utf-8")
+    target = tmp_path / "causal_mask.py"
+    git("init", "-q")
+    target.write_text(stub, encoding="utf-8")
+    git("add", "causal_mask.py")
+    git("commit", "-q", "-m", "the kata")
+    target.write_text("def causal_mask(num_tokens):\n    return 42\n")  # not committed yet
+    assert _git_stub(target) == stub  # HEAD is still the stub
+    git("commit", "-q", "-am", "my answer")
+    target.write_text("def causal_mask(num_tokens):\n    return 43\n")
+    assert _git_stub(target) == stub  # HEAD is the learner's: the commit that added the file has the stub
+    assert _git_stub(tmp_path / "not_tracked.py") is None
