@@ -136,15 +136,24 @@ PIDS_CGROUP = Path("/sys/fs/cgroup/pids")
 
 
 def _pids_cgroup(limit: int) -> bool:
-    """Root is exempt from RLIMIT_NPROC; a pids cgroup (v1 or v2) caps a fork bomb instead."""
-    for base in (PIDS_CGROUP, Path("/sys/fs/cgroup")):
-        if not (base / "cgroup.procs").exists() or not os.access(base, os.W_OK):
+    """Root is exempt from RLIMIT_NPROC; a pids cgroup (v1 or v2) caps a fork bomb instead.
+    Plain os calls: in a fresh fork every Python object touched costs copy-on-write faults."""
+    for base in (str(PIDS_CGROUP), "/sys/fs/cgroup"):
+        if not os.path.exists(f"{base}/cgroup.procs") or not os.access(base, os.W_OK):
             continue
-        group = base / "attn-kata" / f"worker-{os.getpid()}"
+        parent = f"{base}/attn-kata"
+        group = f"{parent}/worker-{os.getpid()}"
         try:
-            group.mkdir(parents=True, exist_ok=True)
-            (group / "pids.max").write_text(str(limit))
-            (group / "cgroup.procs").write_text(str(os.getpid()))
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(parent)
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(group)
+            for name, value in (("pids.max", limit), ("cgroup.procs", os.getpid())):
+                fd = os.open(f"{group}/{name}", os.O_WRONLY)
+                try:
+                    os.write(fd, str(value).encode())
+                finally:
+                    os.close(fd)
             return True
         except OSError:
             continue
