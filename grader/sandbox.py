@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import functools
 import os
 import resource
@@ -66,8 +65,7 @@ def _readable_paths() -> list[str]:
 
 
 def _new_netns() -> bool:
-    libc = ctypes.CDLL(None, use_errno=True)
-    return libc.unshare(CLONE_NEWNET) == 0
+    return landlock._libc.unshare(CLONE_NEWNET) == 0  # libc as loaded once, in the zygote
 
 
 def confine(config: dict[str, Any]) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import ctypes
+import functools
 import os
 import selectors
 import shutil
@@ -34,16 +35,21 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def _subreaper() -> bool:
     try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+        return _libc().prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
     except (OSError, AttributeError):
         return False
+
+
+@functools.cache
+def _libc() -> ctypes.CDLL:
+    """Loaded once, in the zygote: each CDLL() builds classes, which a forked worker would pay for again."""
+    return ctypes.CDLL(None, use_errno=True)
 
 
 def set_name(name: str) -> None:
     """The process's name in ps, top and perf (15 bytes): attn-zygote, attn-worker, attn-grade."""
     with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None).prctl(PR_SET_NAME, ctypes.c_char_p(name.encode()[:15]), 0, 0, 0)
+        _libc().prctl(PR_SET_NAME, ctypes.c_char_p(name.encode()[:15]), 0, 0, 0)
 
 
 def _recv_line(conn: socket.socket) -> tuple[bytes, list[int]]:
