@@ -335,3 +335,74 @@ def test_a_batch_with_hostile_submissions_ends_with_one_record_each(tmp_path: Pa
     assert dot["forks"]["status"] != "passed"
     assert dot["exits"]["status"] == "error"
     assert dot["floods"]["status"] == "passed"  # what it prints goes nowhere near the reports
+
+
+SECRET_HUNT = '''
+import os
+
+def _hunt(secret):
+    """Look for the batch's secret in every grading process: environ, cmdline and memory."""
+    for pid in os.listdir("/proc"):
+        try:
+            if not pid.isdigit() or open(f"/proc/{pid}/comm").read().strip() != "attn-grade":
+                continue
+        except OSError:
+            continue
+        for name in ("environ", "cmdline"):
+            try:
+                if secret in open(f"/proc/{pid}/{name}", "rb").read():
+                    return True
+            except OSError:
+                pass
+        try:
+            with open(f"/proc/{pid}/maps") as maps, open(f"/proc/{pid}/mem", "rb") as mem:
+                for line in maps:
+                    lo, hi = (int(x, 16) for x in line.split()[0].split("-"))
+                    if "r" in line.split()[1] and hi - lo < 1 << 28:
+                        try:
+                            mem.seek(lo)
+                            if secret in mem.read(hi - lo):
+                                return True
+                        except (OSError, ValueError, OverflowError):
+                            pass
+        except OSError:
+            pass
+    return False
+
+
+def attention_scores(inputs, query):
+    found = _hunt(b"the-term-key-" + b"4821")  # written in two halves: the source alone does not match
+    return inputs @ query + (1.0 if found else 0.0)
+'''
+
+
+@pytest.mark.skipif(__import__("grader.landlock", fromlist=["abi"]).abi() < 1, reason="needs Landlock")
+def test_a_worker_cannot_read_the_secret_from_a_grading_process(tmp_path: Path) -> None:
+    """The grading processes hold the secret and are the zygote's children, like the workers: a worker that
+    searches them (environ, cmdline, memory) finds nothing, so its answer stays right."""
+    klass = tmp_path / "class"
+    klass.mkdir()
+    (klass / "hunter.py").write_text(SECRET_HUNT)
+    slow = (ROOT / "solutions" / "dot_scores.py").read_text().replace(
+        "    return attn_scores", "    import time\n    time.sleep(0.3)\n    return attn_scores")
+    (klass / "slow.py").write_text(slow)  # keeps the grading process alive while this test hunts too
+    hunt: dict = {}
+    exec(compile(SECRET_HUNT, "hunt", "exec"), hunt)
+    found_outside: list[bool] = []
+
+    def hunt_unconfined() -> None:  # the same search from outside the sandbox does find it
+        deadline = time.monotonic() + 60
+        while not found_outside and time.monotonic() < deadline:
+            if hunt["_hunt"](b"the-term-key-4821"):
+                found_outside.append(True)
+            time.sleep(0.05)
+
+    hunter = threading.Thread(target=hunt_unconfined)
+    hunter.start()
+    result = batch.run_batch(directory=klass, out=tmp_path / "out", jobs=1, secret="the-term-key-4821")
+    found_outside.append(False)  # stops the thread if it found nothing
+    hunter.join()
+    assert found_outside[0] is True, "the search cannot find the secret even unconfined: it proves nothing"
+    assert result.records == 2
+    report = json.loads((tmp_path / "out" / "reports" / "hunter.json").read_text())
+    assert {s["id"]: s for s in report["steps"]}["dot_scores"]["status"] == "passed", report
