@@ -564,6 +564,11 @@ class BatchResult:
 ProgressHook = Callable[[int, int], None]
 
 
+class GradingUnavailable(Exception):
+    """No grading process could be started (twice, the second time with a fresh zygote): the batch stops,
+    keeping what it graded; nothing is recorded for the rest."""
+
+
 class _Grader:
     """One trusted grading process (forked by the zygote) and the chunk it is working on."""
 
@@ -572,7 +577,14 @@ class _Grader:
 
         self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            self.pid = zygote.zygote().grader(theirs.fileno())
+            try:
+                self.pid = zygote.zygote().grader(theirs.fileno())
+            except (OSError, ValueError):  # the zygote is gone: once more with a fresh one
+                try:
+                    self.pid = zygote.zygote(fresh=True).grader(theirs.fileno())
+                except (OSError, ValueError) as exc:
+                    self.sock.close()
+                    raise GradingUnavailable(f"could not start a grading process: {exc}") from None
         finally:
             theirs.close()
         self.chunk: list[tuple[int, str]] | None = None

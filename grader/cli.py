@@ -197,6 +197,7 @@ def batch(obj: dict, directory: Path, out: Path, jobs: int | None, resume: bool,
     Exit 0 when every submission got a report, 1 when some could not be graded (listed).
     """
     from . import api
+    from .batch import GradingUnavailable
 
     try:
         result = api.batch(directory=directory, out=out, jobs=jobs, resume=resume, secret=secret, timeout=timeout,
@@ -205,6 +206,11 @@ def batch(obj: dict, directory: Path, out: Path, jobs: int | None, resume: bool,
         click.echo(_("interrupted: what was graded is kept in {out}/index.sqlite; run the same command with --resume "
                      "to finish").format(out=out), err=True)
         sys.exit(130)
+    except GradingUnavailable as exc:  # the grader's own failure: never recorded as a score
+        click.echo(_("attn-kata: grader infrastructure error ({error}): what was graded is kept in "
+                     "{out}/index.sqlite; run the same command with --resume to finish").format(error=exc, out=out),
+                   err=True)
+        sys.exit(3)
     sys.exit(0 if result.ok else 1)
 
 

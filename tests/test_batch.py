@@ -406,3 +406,23 @@ def test_a_worker_cannot_read_the_secret_from_a_grading_process(tmp_path: Path) 
     assert result.records == 2
     report = json.loads((tmp_path / "out" / "reports" / "hunter.json").read_text())
     assert {s["id"]: s for s in report["steps"]}["dot_scores"]["status"] == "passed", report
+
+
+def test_no_grading_process_is_an_infrastructure_error_not_a_score(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """If the zygote cannot fork a grading process (twice, the second time a fresh zygote), the batch stops
+    with GradingUnavailable: no submission is recorded with a score it never earned."""
+    from grader import zygote
+
+    def refuse(self: zygote.Zygote, fd: int) -> int:
+        raise OSError("refused")
+
+    monkeypatch.setattr(zygote.Zygote, "grader", refuse)
+    klass = tmp_path / "class"
+    klass.mkdir()
+    (klass / "ann.py").write_text((ROOT / "solutions" / "dot_scores.py").read_text())
+    with pytest.raises(batch.GradingUnavailable, match="refused"):
+        batch.run_batch(directory=klass, out=tmp_path / "out", jobs=1)
+    assert not list((tmp_path / "out").glob("reports/*.json"))
+    with sqlite3.connect(tmp_path / "out" / "index.sqlite") as db:
+        assert db.execute("SELECT COUNT(*) FROM results").fetchone()[0] == 0
