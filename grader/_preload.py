@@ -31,8 +31,9 @@ def _collapse() -> None:
     thousands, and every worker's exit unmaps as few. Best effort: any failure changes nothing."""
     import ctypes
 
+    from .landlock import _libc as libc
+
     try:
-        libc = ctypes.CDLL(None, use_errno=True)
         libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
         with open("/proc/self/maps") as f:
             maps = f.read().splitlines()

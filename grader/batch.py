@@ -31,7 +31,6 @@ import signal
 import socket
 import sqlite3
 import stat
-import struct
 import time
 import traceback
 import zipfile
@@ -42,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from . import i18n
+from .framing import ChannelError, recv_msg, send_msg
 from .i18n import N_, _
 from .registry import STEPS
 from .settings import DEFAULT_TIMEOUT, grader_version, resolve_secret
@@ -358,35 +358,20 @@ def write_atomic(path: Path, text: str) -> None:
 # Both ends are trusted, so the messages are pickles (learner data crosses only as report dicts).
 
 _GRADE_ARGS: dict[str, Any] = {}
-_MAX_MESSAGE = 256 * 1024 * 1024
+_MAX_MESSAGE = 256 * 1024 * 1024  # a chunk's reports
+_LOST = (EOFError, OSError, ChannelError, pickle.UnpicklingError)  # the other end is gone, or garbled
 
 
 def _send(sock: socket.socket, obj: Any) -> None:
-    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-    sock.sendall(struct.pack(">Q", len(data)) + data)
-
-
-def _recv_exact(sock: socket.socket, n: int) -> bytes:
-    buf = bytearray()
-    while len(buf) < n:
-        chunk = sock.recv(min(n - len(buf), 1 << 20))
-        if not chunk:
-            raise EOFError
-        buf += chunk
-    return bytes(buf)
+    send_msg(sock, pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL))
 
 
 def _recv(sock: socket.socket) -> Any:
-    (n,) = struct.unpack(">Q", _recv_exact(sock, 8))
-    if n > _MAX_MESSAGE:
-        raise EOFError
-    return pickle.loads(_recv_exact(sock, n))
+    return pickle.loads(recv_msg(sock, max_bytes=_MAX_MESSAGE))
 
 
 def grading_process(fd: int) -> None:
     """The main loop of a grading process (forked by the zygote): settings, then chunk after chunk."""
-    import signal
-
     import torch
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the coordinating process decides what Ctrl-C means
@@ -396,7 +381,7 @@ def grading_process(fd: int) -> None:
         _GRADE_ARGS.update(_recv(sock))
         while True:
             _send(sock, _grade_chunk(_recv(sock)))
-    except (EOFError, OSError):
+    except _LOST:
         return  # the batch is over (or gone)
 
 
@@ -587,11 +572,12 @@ class _Grader:
                     raise GradingUnavailable(f"could not start a grading process: {exc}") from None
         finally:
             theirs.close()
-        self.chunk: list[tuple[int, str]] | None = None
+        self.chunk: list[tuple[int, str]] = []
+        self.tries = 0  # earlier attempts at this chunk, by grading processes that died
         _send(self.sock, settings)
 
-    def give(self, chunk: list[tuple[int, str]]) -> None:
-        self.chunk = chunk
+    def give(self, chunk: list[tuple[int, str]], tries: int) -> None:
+        self.chunk, self.tries = chunk, tries
         _send(self.sock, chunk)
 
     def kill(self) -> None:
@@ -600,30 +586,23 @@ class _Grader:
         self.sock.close()
 
     def gone(self) -> bool:
-        try:
-            os.kill(self.pid, 0)
-        except ProcessLookupError:
-            return True
-        except PermissionError:
-            return False
-        return False
+        from .zygote import running
+
+        return not running(self.pid)
 
 
 def _grade_in_pool(chunks: list[list[tuple[int, str]]], jobs: int, settings: dict[str, Any],
                    record: Callable[[list[Any]], None], lost: Callable[[list[tuple[int, str]]], None]) -> None:
     """Hand the chunks to `jobs` grading processes, the next chunk to whichever finishes first. A grading
     process that dies (the OOM killer, a grader bug) is replaced and its chunk retried once."""
-    queue = collections.deque((chunk, 0) for chunk in chunks)
-    attempts: dict[int, int] = {}  # id(chunk) -> tries so far
+    queue = collections.deque((chunk, 0) for chunk in chunks)  # (chunk, earlier attempts)
     sel = selectors.DefaultSelector()
     busy: dict[int, _Grader] = {}
     retired: list[_Grader] = []
 
     def next_chunk(g: _Grader) -> None:
         if queue:
-            chunk, tries = queue.popleft()
-            attempts[id(chunk)] = tries
-            g.give(chunk)
+            g.give(*queue.popleft())
             sel.register(g.sock, selectors.EVENT_READ, g)
             busy[g.pid] = g
         else:  # nothing left: closing its socket ends it
@@ -638,16 +617,15 @@ def _grade_in_pool(chunks: list[list[tuple[int, str]]], jobs: int, settings: dic
                 g = key.data
                 sel.unregister(g.sock)
                 del busy[g.pid]
-                chunk = g.chunk or []
                 try:
                     results = _recv(g.sock)
-                except (EOFError, OSError, pickle.UnpicklingError, struct.error):
+                except _LOST:
                     g.kill()
                     retired.append(g)
-                    if attempts[id(chunk)] == 0:
-                        queue.appendleft((chunk, 1))
+                    if g.tries == 0:
+                        queue.appendleft((g.chunk, 1))
                     else:
-                        lost(chunk)
+                        lost(g.chunk)
                     if queue:
                         next_chunk(_Grader(settings))
                     continue

@@ -8,23 +8,17 @@ every tensor as an exact `torch.Tensor`, and returns the JSON only as plain cont
 from __future__ import annotations
 
 import json
-import select
-import socket
 import struct
-import time
 from typing import Any
 
 import torch
 from safetensors.torch import load as _st_load
 from safetensors.torch import save as _st_save
 
-MAX_MESSAGE_BYTES = 64 * 1024 * 1024  # a whole step's outputs; far above any honest answer
+from .framing import MAX_MESSAGE_BYTES, ChannelError, recv_msg, send_msg  # noqa: F401 - this module's API too
+
 MAX_TENSORS = 4096
 META_KEY = "kata"
-
-
-class ChannelError(Exception):
-    """A message from a worker that is not a well-formed result."""
 
 
 _DTYPES = {torch.float32: "F32", torch.float64: "F64", torch.float16: "F16", torch.bfloat16: "BF16",
@@ -78,31 +72,3 @@ def decode(data: bytes, *, max_bytes: int = MAX_MESSAGE_BYTES) -> tuple[dict[str
     # subclass can ride along
     tensors = {str(k): v if type(v) is torch.Tensor else torch.Tensor(v.clone()) for k, v in raw.items()}
     return tensors, doc
-
-
-def send_msg(sock: socket.socket, payload: bytes) -> None:
-    sock.sendall(struct.pack(">Q", len(payload)) + payload)
-
-
-def _recv_exact(sock: socket.socket, n: int, deadline: float | None) -> bytes:
-    # select() instead of settimeout(): the socket stays blocking, so another thread may send on it
-    buf = bytearray()
-    while len(buf) < n:
-        if deadline is not None:
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([sock], [], [], left)[0]:
-                raise TimeoutError
-        chunk = sock.recv(min(n - len(buf), 1 << 20))
-        if not chunk:
-            raise EOFError
-        buf += chunk
-    return bytes(buf)
-
-
-def recv_msg(sock: socket.socket, timeout: float | None = None, max_bytes: int = MAX_MESSAGE_BYTES) -> bytes:
-    """One length-prefixed message. Raises TimeoutError, EOFError, or ChannelError (over the cap)."""
-    deadline = None if timeout is None else time.monotonic() + timeout
-    (n,) = struct.unpack(">Q", _recv_exact(sock, 8, deadline))
-    if n > max_bytes:
-        raise ChannelError(f"result of {n} bytes exceeds the {max_bytes}-byte cap")
-    return _recv_exact(sock, n, deadline)

@@ -35,7 +35,7 @@ def _step_ids(values: tuple[str, ...]) -> list[str]:
 def main(ctx: click.Context, lang: str | None) -> None:
     """attention-kata: fill in exercises/, then `attn-kata check`."""
     if ctx.invoked_subcommand in GRADING_COMMANDS:
-        zygote.warm_up()  # the zygote imports torch while this process does the same
+        zygote.warm_up()  # the zygote imports torch while this process goes on
     from . import api
 
     ctx.obj = {"lang": lang or api.default_lang()}

@@ -6,7 +6,9 @@ the grader that started it goes away.
 
 Protocol on its Unix socket, one connection per grading process: the client sends
 `spawn\n` with the worker's socket attached (SCM_RIGHTS); the zygote answers
-`<pid>\n`. `status <pid>\n` answers the exit status once the worker has been reaped.
+`<pid>\n`. `grader\n` (a socket attached too) forks a trusted grading process for a batch instead
+(grader/batch.py: it learns the secret only afterwards, over that socket). `status <pid>\n` answers
+the exit status once the worker has been reaped.
 """
 
 from __future__ import annotations
@@ -14,7 +16,6 @@ from __future__ import annotations
 import atexit
 import contextlib
 import ctypes
-import functools
 import os
 import selectors
 import shutil
@@ -27,6 +28,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from . import landlock  # its libc handle: loaded once, here, rather than again in every worker
+
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_NAME = 15
 ORPHAN_SCAN_INTERVAL = 0.5  # seconds: a worker's pids cgroup already caps (and on removal kills) what it left
@@ -35,21 +38,15 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def _subreaper() -> bool:
     try:
-        return _libc().prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+        return landlock._libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
     except (OSError, AttributeError):
         return False
-
-
-@functools.cache
-def _libc() -> ctypes.CDLL:
-    """Loaded once, in the zygote: each CDLL() builds classes, which a forked worker would pay for again."""
-    return ctypes.CDLL(None, use_errno=True)
 
 
 def set_name(name: str) -> None:
     """The process's name in ps, top and perf (15 bytes): attn-zygote, attn-worker, attn-grade."""
     with contextlib.suppress(OSError, AttributeError):
-        _libc().prctl(PR_SET_NAME, ctypes.c_char_p(name.encode()[:15]), 0, 0, 0)
+        landlock._libc.prctl(PR_SET_NAME, ctypes.c_char_p(name.encode()[:15]), 0, 0, 0)
 
 
 def _recv_line(conn: socket.socket) -> tuple[bytes, list[int]]:
@@ -205,6 +202,17 @@ def main(argv: list[str] | None = None) -> None:
     serve(listener, alive_fd)
 
 
+def running(pid: int) -> bool:
+    """Does process `pid` exist (a zombie not yet reaped counts)?"""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def exit_status(raw: Any) -> str:
     """Describe a waitpid status for a learner."""
     try:
@@ -259,13 +267,7 @@ class Zygote:
         gets ECHILD, which Popen reads as "exited" (and would start a zygote of its own)."""
         if self.proc is not None and os.getpid() == self.creator:
             return self.proc.poll() is None
-        try:
-            os.kill(self.pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
+        return running(self.pid)
 
     def _client(self) -> socket.socket:
         if self._conn is None or self._owner != os.getpid():
@@ -339,7 +341,7 @@ def attach(path: str, pid: int) -> None:
 
 
 def warm_up() -> None:
-    """Start the zygote now: it imports torch while this process does the same."""
+    """Start the zygote now: it imports torch while this process goes on."""
     zygote()
 
 
