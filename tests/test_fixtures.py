@@ -19,7 +19,8 @@ import nbformat
 import pytest
 
 from grader import checks
-from grader.engine import grade
+from grader.checks import CaseResult, Failed, Outcome
+from grader.engine import grade, prepared
 from grader.registry import STEPS
 from grader.report import Report
 
@@ -117,6 +118,44 @@ def test_every_check_fails_on_some_buggy_fixture() -> None:
     assert every, "no checks registered"
     never = sorted(every - failing)
     assert not never, f"checks no buggy fixture makes fail: {never}"
+
+
+REJECTS = "rejects a d_out that num_heads does not divide"
+
+
+@pytest.mark.parametrize(("structure", "indivisible", "passes"), [
+    ("ok", "AssertionError", True),  # the book's assert
+    ("ok", "ValueError", True),  # raise ValueError(...) is as good
+    ("ok", "ok", False),  # accepted
+    ("ok", "AttributeError", False),  # some other crash (a typo reached only for this d_out)
+    ("ok", "ZeroDivisionError", False),
+    ("AttributeError", "AssertionError", False),  # the valid construction crashes too (nn.Lienar after the assert)
+    ("AttributeError", "AttributeError", False),  # a constructor that crashes on everything
+    ("not_started", "not_started", False),
+])
+def test_the_divisibility_check_wants_the_books_assertion(structure: str, indivisible: str, passes: bool) -> None:
+    """The point is for the rejection the book teaches, and only when valid arguments are accepted."""
+    plans, refs = prepared(SECRET)
+    cases = plans["multihead_attention"]
+
+    def result(status: str) -> CaseResult:
+        if status == "ok":
+            return CaseResult("ok", {}, {"structure": refs["multihead_attention"]["structure"].facts["structure"]})
+        if status == "not_started":
+            return CaseResult("not_started", {}, {}, "", None, "NotImplementedError")
+        return CaseResult("error", {}, {}, "boom", {"file": "mha.py", "line": 3, "code": "x"}, status)
+
+    learner = dict(refs["multihead_attention"])
+    learner["structure"] = result(structure)
+    learner["indivisible"] = result(indivisible)
+    spec = next(c for c in checks.CHECKS["multihead_attention"] if c.name == REJECTS)
+    outcome = Outcome("multihead_attention", cases, learner, refs["multihead_attention"])
+    if passes:
+        spec.fn(outcome)
+    else:
+        with pytest.raises(Failed) as failed:
+            spec.fn(outcome)
+        assert str(failed.value).strip()
 
 
 # ---------------------------------------------------------------- the correct fixtures

@@ -5,12 +5,13 @@ from __future__ import annotations
 import torch
 
 from ..i18n import N_, _
-from . import Case, Gen, Outcome, book_inputs, cases, check, expect
+from . import Case, Gen, Outcome, book_inputs, cases, check, describe_failure, expect
 from ._common import book, grads_match, linear_shapes, module, no_future
 
 STEP = "multihead_attention"
 CLS = "MultiHeadAttention"
 DIMS = ("batch", "num_tokens", "d_out")
+REJECTIONS = ("AssertionError", "ValueError")  # what a constructor may raise for d_out % num_heads != 0
 
 
 def _shapes(d_in: int, d_out: int) -> dict[str, tuple[int, ...]]:
@@ -56,9 +57,17 @@ def _check(r: Outcome) -> None:
 
 @check(STEP, N_("rejects a d_out that num_heads does not divide"))
 def _check(r: Outcome) -> None:
+    # a valid d_out must be accepted first: a constructor that raises on everything rejects nothing in particular
+    r.got("structure", "structure")
     res = r.learner["indivisible"]
-    expect.true(res.status == "error", _("MultiHeadAttention accepted d_out % num_heads != 0: "
+    expect.true(res.status != "ok", _("MultiHeadAttention accepted d_out % num_heads != 0: "
                 "assert d_out % num_heads == 0 in __init__"))
+    # the book's `assert (d_out % num_heads == 0), "..."` (or a ValueError), not some other crash
+    expect.true(res.status == "error" and res.exception in REJECTIONS, _(
+        "MultiHeadAttention(d_out={d_out}, num_heads={num_heads}) must stop at `assert d_out % num_heads == 0` "
+        "(an AssertionError, or a ValueError), not like this: {failure}").format(
+        d_out=r.case_specs["indivisible"].params["ctor"]["d_out"],
+        num_heads=r.case_specs["indivisible"].params["ctor"]["num_heads"], failure=describe_failure(res)))
 
 
 @check(STEP, N_("matches the reference: split, transpose, merge heads, out_proj"))
