@@ -158,6 +158,83 @@ def test_the_divisibility_check_wants_the_books_assertion(structure: str, indivi
         assert str(failed.value).strip()
 
 
+# what the runner words a check that crashed or never ran as (grader/runner.py): a check's own bug, never a verdict
+INTERNAL_ERROR = re.compile(r"internal grader error|check did not run", re.I)
+
+
+@pytest.mark.parametrize("name", BUGGY_NAMES)
+def test_failing_checks_explain_themselves(name: str) -> None:
+    """A failing check says what is wrong: a non-empty message of its own, never the runner's internal error
+    (which would also count as a failure, and so hide a broken check behind the expected outcome)."""
+    for step in graded(str(BUGGY / f"{name}.py")).steps:
+        if step.status == "not_started":
+            continue
+        for c in step.checks:
+            if not c.passed:
+                assert c.message.strip(), (step.id, c.name)
+                assert not INTERNAL_ERROR.search(c.message), (step.id, c.name, c.message)
+
+
+# Checks no fixture singles out yet (each fails only where most of its step fails too). Empty is the goal.
+NOT_SINGLED_OUT: set[tuple[str, str]] = {
+    ("dot_scores", "the book's example: query = inputs[1] of 'Your journey starts with one step'"),
+    ("dot_scores", "random inputs with num_tokens ≠ d_in"),
+    ("dot_scores", "a single token"),
+    ("dot_scores", "negative and larger values"),
+    ("softmax", "attention_weights on 1-D and 2-D scores (softmax over the last dim)"),
+    ("softmax", "attention_weights with a leading batch dimension"),
+    ("softmax", "every row of attention weights sums to 1"),
+    ("context_vector", "shape (d_in,) when num_tokens ≠ d_in"),
+    ("context_vector", "a single token: z equals that token"),
+    ("self_attention_v1", "W_query, W_key, W_value are nn.Parameters of shape (d_in, d_out)"),
+    ("self_attention_v1", "matches the reference with d_in ≠ d_out"),
+    ("self_attention_v1", "scaled by √d_k with a wide d_out = 16"),
+    ("self_attention_v1", "a single token"),
+    ("self_attention_v2", "W_query, W_key, W_value are nn.Linear(d_in, d_out), without bias by default"),
+    ("self_attention_v2", "matches the reference with d_in ≠ d_out"),
+    ("self_attention_v2", "a single token"),
+    ("self_attention_v2", "the book's example: torch.manual_seed(789), SelfAttention_v2(3, 2)"),
+    ("self_attention_v2", "gradients reach every weight"),
+    ("causal_mask", "a single token"),
+    ("causal_attention", "matches the reference on a batch of 2 with d_in ≠ d_out"),
+    ("causal_attention", "no token sees the future"),
+    ("causal_attention", "gradients reach every weight"),
+    ("multihead_wrapper", "heads is an nn.ModuleList of num_heads independent heads"),
+    ("multihead_wrapper", "heads concatenated on the last dim"),
+    ("multihead_wrapper", "num_heads = 1 is a single CausalAttention"),
+    ("multihead_wrapper", "inputs shorter than context_length"),
+    ("multihead_wrapper", "the book's example: torch.manual_seed(123), num_heads=2"),
+    ("multihead_wrapper", "gradients reach every head"),
+    ("multihead_attention", "no token sees the future"),
+    ("weight_transfer", "after the transfer, v1 gives v2's output (d_in ≠ d_out)"),
+    ("weight_transfer", "each of W_query, W_key, W_value comes from the matching layer, transposed"),
+    ("weight_transfer", "sa_v2 is left unchanged"),
+}
+
+
+def test_every_check_is_singled_out_by_some_fixture() -> None:
+    """Each check fails on some buggy fixture on which at least half of its step's other checks pass: so it
+    catches a bug of its own, not only the wreckage of a step that fails everywhere."""
+    checks.load_all()
+    best: dict[tuple[str, str], int] = {}
+    for name in BUGGY_NAMES:
+        for step in graded(str(BUGGY / f"{name}.py")).steps:
+            if step.status == "not_started":
+                continue
+            n_failed = sum(not c.passed for c in step.checks)
+            for c in step.checks:
+                if not c.passed:
+                    key = (step.id, c.name)
+                    best[key] = max(best.get(key, 0), len(step.checks) - n_failed)  # the others that pass
+    lonely = set()
+    for sid, specs in checks.CHECKS.items():
+        for spec in specs:
+            if 2 * best.get((sid, spec.name), -1) < len(specs) - 1:
+                lonely.add((sid, spec.name))
+    assert lonely <= NOT_SINGLED_OUT, sorted(lonely - NOT_SINGLED_OUT)
+    assert not NOT_SINGLED_OUT - lonely, f"singled out now, drop from NOT_SINGLED_OUT: {NOT_SINGLED_OUT - lonely}"
+
+
 # ---------------------------------------------------------------- the correct fixtures
 
 
