@@ -755,13 +755,4 @@ def _stop_zygote() -> None:
     """Let the zygote exit and reap it, so its (and its workers') CPU time is accounted to this process."""
     from . import zygote
 
-    z = zygote._ZYGOTE
-    if z is None:
-        return
-    try:
-        os.close(z.alive_w)
-        z.proc.wait(timeout=5)
-    except (OSError, Exception):
-        pass
-    z.remove_dir()
-    zygote._ZYGOTE = None
+    zygote.stop()

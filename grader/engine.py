@@ -78,9 +78,25 @@ def _msgid(entry: dict[str, Any]) -> dict[str, Any]:
 
 
 def _request(step: Step, cases: dict[str, Case]) -> bytes:
+    """A step's request. One that builds on earlier steps carries their reference source: `_collect` sends it
+    only after every step in an earlier phase has answered, so no reference reaches a worker while the
+    verdict of the step it belongs to can still change."""
+    from . import reference
+
     tensors = {f"{name}/{k}": v for name, case in cases.items() for k, v in case.inputs.items()}
-    doc = {"names": list(step.names), "uses": list(step.uses), "cases": [_as_doc(n, c) for n, c in cases.items()]}
+    doc = {"names": list(step.names), "uses": list(step.uses), "cases": [_as_doc(n, c) for n, c in cases.items()],
+           "reference": reference.units_for(step.uses) if step.uses else []}
     return channel.encode(tensors, doc)
+
+
+def _phases(steps: list[Step]) -> list[list[Step]]:
+    """Steps grouped by how deep they build on others (grader.reference.depth), in order."""
+    from .reference import depth
+
+    by_depth: dict[int, list[Step]] = {}
+    for s in steps:
+        by_depth.setdefault(depth(s), []).append(s)
+    return [by_depth[d] for d in sorted(by_depth)]
 
 
 def _parse_response(cases: dict[str, Case], tensors: dict[str, torch.Tensor], doc: Any) -> dict[str, CaseResult]:
@@ -171,24 +187,30 @@ def _collect(path: str | Path, *, steps: Iterable[str] | None, secret: str | Non
                 else:
                     col.results[step.id] = _blank(step, "not_started", "not_started", _("not started"), lang)
             todo = []
-            worker.send_all([requests[s.id] for s in asked])  # answers stream back, one per step
-            for i, step in enumerate(asked):
-                try:
-                    tensors, doc = worker.receive(timeout)
-                except WorkerLost as exc:
-                    msg = {"timeout": _("stopped after {timeout:g} s: is there an infinite loop?"),
-                           "crashed": _("the worker process died ({detail})"),
-                           "unreadable": _("the result could not be read ({detail})")}[exc.reason].format(
-                        timeout=timeout, detail=exc.detail)
-                    col.results[step.id] = _blank(step, "error", DETAIL_FOR_LOSS[exc.reason], msg, lang)
-                    todo = asked[i + 1:]
+            phases = _phases(asked)
+            for p, phase in enumerate(phases):
+                # a phase's requests go out only once every earlier answer is in: a later phase carries the
+                # reference of steps judged earlier, which must never be readable while they are judged
+                worker.send_all([requests[s.id] for s in phase])  # answers stream back, one per step
+                for i, step in enumerate(phase):
+                    try:
+                        tensors, doc = worker.receive(timeout)
+                    except WorkerLost as exc:
+                        msg = {"timeout": _("stopped after {timeout:g} s: is there an infinite loop?"),
+                               "crashed": _("the worker process died ({detail})"),
+                               "unreadable": _("the result could not be read ({detail})")}[exc.reason].format(
+                            timeout=timeout, detail=exc.detail)
+                        col.results[step.id] = _blank(step, "error", DETAIL_FOR_LOSS[exc.reason], msg, lang)
+                        todo = phase[i + 1:] + [s for later in phases[p + 1:] for s in later]
+                        break
+                    cases = _parse_response(plans[step.id], tensors, doc)
+                    if all(r.status == "not_started" for r in cases.values()):
+                        col.results[step.id] = _blank(step, "not_started", "not_implemented",
+                                                      _("raises NotImplementedError"), lang)
+                    else:
+                        col.learner[step.id] = cases
+                if todo:
                     break
-                cases = _parse_response(plans[step.id], tensors, doc)
-                if all(r.status == "not_started" for r in cases.values()):
-                    col.results[step.id] = _blank(step, "not_started", "not_implemented",
-                                                  _("raises NotImplementedError"), lang)
-                else:
-                    col.learner[step.id] = cases
         finally:
             worker.close()
     return col

@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from . import landlock
+from . import capabilities, landlock
 
 DEFAULT_LIMITS: dict[str, Any] = {
     "cpu_seconds": 60,  # a backstop; the per-step wall-clock limit is enforced from outside
@@ -58,7 +58,9 @@ LAYERS: dict[str, bool] = {}  # what confine() managed to apply, reported by `at
 def _readable_paths() -> list[str]:
     """What a worker may read: Python and its packages, system libraries; not the kata's own
     folder (solutions/ lives there), except the virtual environment inside it."""
-    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, "/usr", "/lib", "/lib64", "/etc", "/proc", "/dev",
+    # no /proc: a worker sees no other process's cmdline, environ, maps or memory (nor its own pid's files,
+    # which it never needs once confined)
+    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, "/usr", "/lib", "/lib64", "/etc", "/dev",
              "/sys/devices/system/cpu"}
     paths |= {p for p in sys.path if p and os.path.isdir(p) and Path(p).resolve() != ROOT}
     return sorted(p for p in paths if os.path.exists(p))
@@ -69,8 +71,9 @@ def _new_netns() -> bool:
 
 
 def confine(config: dict[str, Any]) -> None:
-    """Layered: own session, private dir, quiet stdio, clean env, no network namespace, nobody, rlimits,
-    Landlock. Each layer that fails to apply is recorded as inactive, never claimed."""
+    """Layered: own session, private dir, quiet stdio, clean env, own PID namespace (made by the zygote), no
+    network, a pids cgroup, no capabilities, nobody where possible, rlimits, Landlock. Each layer is recorded
+    as what this process can observe of itself afterwards, never as what a step meant to do."""
     limits = {**DEFAULT_LIMITS, **config.get("limits", {})}
     os.setsid()  # own process group: the grader kills the whole group on timeout
     workdir = config["workdir"]  # made (and later removed) by the grader
@@ -81,17 +84,15 @@ def confine(config: dict[str, Any]) -> None:
     os.dup2(devnull, 0)
     os.dup2(log, 1)
     os.dup2(log, 2)
+    os.close(log)
+    os.close(devnull)
     sys.stdout = open(1, "w", buffering=1, closefd=False)  # noqa: SIM115 - lives as long as the process
     sys.stderr = open(2, "w", buffering=1, closefd=False)  # noqa: SIM115
     os.environ.clear()
-    os.environ.update({"HOME": workdir, "TMPDIR": workdir, "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8",
-                       "OMP_NUM_THREADS": "1", "ATTN_KATA_WORKER": "1"})
-    LAYERS["session"] = os.getsid(0) == os.getpid()
-    LAYERS["private_dir"] = True
-    LAYERS["clean_env"] = True
+    os.environ.update(WORKER_ENV | {"HOME": workdir, "TMPDIR": workdir})
     is_root = os.geteuid() == 0
-    LAYERS["network_namespace"] = is_root and _new_netns()
-    LAYERS["pids_cgroup"] = is_root and _pids_cgroup(int(limits["processes"]))
+    network = is_root and _new_netns()
+    cgroup = is_root and _pids_cgroup(int(limits["processes"]), int(config.get("pid", -1)))
     ruleset, promised = landlock.prepare(read=_readable_paths(), write=[workdir, os.devnull])
     nproc = int(limits["processes"])
     if is_root and _readable_by_others(sys.base_prefix) and _readable_by_others(sys.prefix):
@@ -101,8 +102,7 @@ def confine(config: dict[str, Any]) -> None:
         os.setgroups([])
         os.setgid(NOBODY)
         os.setuid(NOBODY)
-    LAYERS["unprivileged_user"] = os.geteuid() != 0
-    if LAYERS["unprivileged_user"]:
+    if os.geteuid() != 0:
         nproc += _processes_of(os.geteuid())  # RLIMIT_NPROC counts the whole user
         _limit(resource.RLIMIT_NPROC, nproc)
     _limit(resource.RLIMIT_CORE, 0)
@@ -110,12 +110,44 @@ def confine(config: dict[str, Any]) -> None:
     _limit(resource.RLIMIT_FSIZE, int(limits["file_bytes"]))
     _limit(resource.RLIMIT_NOFILE, int(limits["open_files"]))
     _limit(resource.RLIMIT_AS, _address_space() + int(limits["memory_bytes"]))
-    LAYERS["rlimits"] = True
     torch.set_num_threads(1)
+    cgroup = cgroup and _in_cgroup(int(config.get("pid", -1)))  # read back while /proc is still visible
+    caps = capabilities.drop_all()  # after the netns and the cgroup (they need CAP_SYS_ADMIN), before Landlock
     enforced = landlock.enforce(ruleset, promised)
-    LAYERS["landlock_filesystem"] = enforced["filesystem"]
-    LAYERS["landlock_no_tcp"] = enforced["tcp"]
-    LAYERS["landlock_signal_scope"] = enforced["signals"]
+    LAYERS.clear()
+    LAYERS.update(_observed(workdir, limits) | {
+        "network_namespace": network,
+        "pids_cgroup": cgroup,
+        "no_capabilities": caps,
+        "landlock_filesystem": enforced["filesystem"],
+        "landlock_no_tcp": enforced["tcp"],
+        "landlock_signal_scope": enforced["signals"],
+    })
+
+
+WORKER_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1", "ATTN_KATA_WORKER": "1"}
+
+
+def _observed(workdir: str, limits: dict[str, Any]) -> dict[str, bool]:
+    """Layers read back from the process itself, after confinement."""
+    st = os.stat(workdir)
+    return {
+        "session": os.getsid(0) == os.getpid(),
+        "pid_namespace": os.getpid() == 1,  # PID 1 of a namespace of its own: no other process has a pid here
+        "private_dir": st.st_uid == os.geteuid() and not st.st_mode & 0o077 and os.getcwd() == workdir,
+        "clean_env": set(os.environ) == set(WORKER_ENV) | {"HOME", "TMPDIR"},
+        "unprivileged_user": os.geteuid() != 0,
+        "rlimits": resource.getrlimit(resource.RLIMIT_CORE)[0] == 0
+        and resource.getrlimit(resource.RLIMIT_AS)[0] != resource.RLIM_INFINITY,
+    }
+
+
+def _in_cgroup(pid: int) -> bool:
+    try:
+        with open("/proc/self/cgroup") as f:
+            return f"/attn-kata/worker-{pid}" in f.read()
+    except OSError:
+        return False
 
 
 def _readable_by_others(path: str) -> bool:
@@ -133,20 +165,24 @@ def _readable_by_others(path: str) -> bool:
 PIDS_CGROUP = Path("/sys/fs/cgroup/pids")
 
 
-def _pids_cgroup(limit: int) -> bool:
-    """Root is exempt from RLIMIT_NPROC; a pids cgroup (v1 or v2) caps a fork bomb instead.
-    Plain os calls: in a fresh fork every Python object touched costs copy-on-write faults."""
+def _pids_cgroup(limit: int, pid: int) -> bool:
+    """Root is exempt from RLIMIT_NPROC; a pids cgroup (v1 or v2) caps a fork bomb instead. The group is named
+    after the worker's pid as the zygote sees it (`pid`: inside its own PID namespace the worker is 1), and
+    "0" written to cgroup.procs means this process. Plain os calls: in a fresh fork every Python object
+    touched costs copy-on-write faults."""
+    if pid <= 0:
+        return False
     for base in (str(PIDS_CGROUP), "/sys/fs/cgroup"):
         if not os.path.exists(f"{base}/cgroup.procs") or not os.access(base, os.W_OK):
             continue
         parent = f"{base}/attn-kata"
-        group = f"{parent}/worker-{os.getpid()}"
+        group = f"{parent}/worker-{pid}"
         try:
             with contextlib.suppress(FileExistsError):
                 os.mkdir(parent)
             with contextlib.suppress(FileExistsError):
                 os.mkdir(group)
-            for name, value in (("pids.max", limit), ("cgroup.procs", os.getpid())):
+            for name, value in (("pids.max", limit), ("cgroup.procs", 0)):
                 fd = os.open(f"{group}/{name}", os.O_WRONLY)
                 try:
                     os.write(fd, str(value).encode())

@@ -46,7 +46,8 @@ class Worker:
             child.close()
         self.alive = True
         self.workdir = tempfile.mkdtemp(prefix="attn-kata-worker-")
-        channel.send_msg(self.sock, channel.encode({}, {"units": units, "config": {**config, "workdir": self.workdir}}))
+        setup = {"units": units, "config": {**config, "workdir": self.workdir, "pid": self.pid}}
+        channel.send_msg(self.sock, channel.encode({}, setup))
 
     def _receive(self, timeout: float) -> tuple[dict[str, torch.Tensor], Any]:
         try:

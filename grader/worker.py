@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from . import channel, probes, reference, sandbox
+from . import channel, probes, sandbox
 from .registry import ALL_NAMES
 
 MAX_MESSAGE = 500
@@ -96,13 +96,36 @@ def load_units(units: list[tuple[str, str, str]]) -> tuple[dict[str, Any], dict[
     return ns, errors
 
 
+def load_reference(units: list[tuple[str, str, str]], uses: list[str]) -> dict[str, Any]:
+    """The reference of earlier steps, as the trusted side sent it for a step that builds on them (only
+    once those steps' results are final). Its modules live in sys.modules only while they load, so the
+    learner's own `from causal_attention import ...` keeps finding the learner's module."""
+    finder = _UnitFinder(units)
+    modules = [m for m, _, _ in units]
+    saved = {m: sys.modules.pop(m) for m in modules if m in sys.modules}
+    sys.meta_path.insert(0, finder)
+    ref: dict[str, Any] = {}
+    try:
+        for module in modules:
+            mod = importlib.import_module(module)
+            ref.update({n: vars(mod)[n] for n in uses if n in vars(mod)})
+    finally:
+        sys.meta_path.remove(finder)
+        for m in modules:
+            sys.modules.pop(m, None)
+        sys.modules.update(saved)
+    return ref
+
+
 @contextlib.contextmanager
-def substituted(ns: dict[str, Any], names: tuple[str, ...], uses: list[str]) -> Iterator[dict[str, Any]]:
+def substituted(ns: dict[str, Any], names: tuple[str, ...], uses: list[str],
+                ref: dict[str, Any]) -> Iterator[dict[str, Any]]:
     """Swap the reference in for earlier steps' names, where the learner's code looks them up."""
-    ref = reference.namespace()
     saved: list[tuple[dict[str, Any], str, Any]] = []
     view = dict(ns)
     for use in uses:
+        if use not in ref:
+            continue
         view[use] = ref[use]
         for name in names:
             obj = ns.get(name)
@@ -198,7 +221,8 @@ def serve(sock: socket.socket) -> None:
         report: dict[str, Any] = {}
         out: dict[str, torch.Tensor] = {}
         names = tuple(doc["names"])
-        with substituted(ns, names, doc["uses"]) as view:
+        ref = load_reference([tuple(u) for u in doc.get("reference") or []], doc["uses"]) if doc["uses"] else {}
+        with substituted(ns, names, doc["uses"], ref) as view:
             exhausted = None
             for case in doc["cases"]:
                 cname = case["name"]

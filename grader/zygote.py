@@ -1,29 +1,31 @@
-"""The zygote: a process that imported torch and the reference once and never runs learner code.
+"""The zygote: a process that imported torch (never the reference, never the secret) and runs no learner code.
 
 It forks one worker per request (~ms, instead of ~1.3 s for a fresh interpreter). It is a child
-subreaper, so daemons a submission leaves behind are re-parented here and reaped; it exits when
-the grader that started it goes away.
+subreaper, so anything a grading process leaves behind is re-parented here and reaped; it exits when
+the grader that started it goes away (its control socket reaches end-of-file).
 
-Protocol on its Unix socket, one connection per grading process: the client sends
-`spawn\n` with the worker's socket attached (SCM_RIGHTS); the zygote answers
-`<pid>\n`. `grader\n` (a socket attached too) forks a trusted grading process for a batch instead
-(grader/batch.py: it learns the secret only afterwards, over that socket). `status <pid>\n` answers
-the exit status once the worker has been reaped.
+Control: there is no socket with a name. The grader that starts the zygote hands it one end of a
+socketpair (its *primary* connection); a trusted grading process the zygote forks for a batch gets a
+connection of its own, made by the zygote at the fork. A worker inherits none of them (every fd but
+its own channel is closed at the fork), so no process that runs learner code can send the zygote a
+command. Lines, one per request:
+- `spawn` with the worker's socket attached (SCM_RIGHTS) -> `<pid>`: fork a worker, in a PID namespace
+  of its own where the kernel offers one;
+- `grader` (primary connection only) with a socket attached -> `<pid>`: fork a trusted grading process
+  for a batch (grader/batch.py), which learns the secret only afterwards, over that socket;
+- `status <pid>` -> the exit status once that child has been reaped, else `none`.
 """
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import ctypes
 import os
 import selectors
-import shutil
 import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -32,7 +34,9 @@ from . import landlock  # its libc handle: loaded once, here, rather than again 
 
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_NAME = 15
-ORPHAN_SCAN_INTERVAL = 0.5  # seconds: a worker's pids cgroup already caps (and on removal kills) what it left
+CLONE_NEWPID = 0x20000000
+ORPHAN_SCAN_INTERVAL = 0.5  # seconds
+MAX_LINE = 256
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -49,92 +53,147 @@ def set_name(name: str) -> None:
         landlock._libc.prctl(PR_SET_NAME, ctypes.c_char_p(name.encode()[:15]), 0, 0, 0)
 
 
-def _recv_line(conn: socket.socket) -> tuple[bytes, list[int]]:
-    data = b""
-    fds: list[int] = []
-    while not data.endswith(b"\n"):
-        msg, got, _, _ = socket.recv_fds(conn, 256, 4)  # a small buffer: each fresh page is a copy-on-write fault
+def _own_pid_namespace() -> int:
+    """An fd on our own PID namespace, to return to after each worker's fork; -1 where there is none."""
+    try:
+        return os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return -1
+
+
+def _close_all_but(keep: set[int]) -> None:
+    """In a freshly forked child: close every fd it inherited except `keep` (and stdio)."""
+    low = 3
+    for fd in sorted(keep):
+        if fd >= low:
+            os.closerange(low, fd)
+            low = fd + 1
+    os.closerange(low, 1 << 20)
+
+
+class _Conn:
+    """One control connection: what it has sent so far (a trusted client never sends more than a line)."""
+
+    def __init__(self, sock: socket.socket, primary: bool):
+        self.sock, self.primary = sock, primary
+        self.buf, self.fds = b"", []
+
+    def read(self) -> list[tuple[str, list[int]]] | None:
+        """The complete lines received so far, each with the fds that came with it; None at end-of-file."""
+        try:
+            msg, fds, _, _ = socket.recv_fds(self.sock, MAX_LINE, 4, socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            return []
+        except OSError:
+            return None
         if not msg:
-            raise EOFError
-        data += msg
-        fds += got
-    return data, fds
+            for fd in fds:
+                os.close(fd)
+            return None
+        self.buf += msg
+        self.fds += fds
+        lines = []
+        while b"\n" in self.buf:
+            line, _, self.buf = self.buf.partition(b"\n")
+            lines.append((line.decode(errors="replace").strip(), self.fds))
+            self.fds = []
+        if len(self.buf) > MAX_LINE:  # not a client of ours
+            return None
+        return lines
 
 
-def serve(listener: socket.socket, alive_fd: int) -> None:
+def serve(primary: socket.socket) -> None:
     from . import (
-        _preload,  # noqa: F401 - torch, worker code and the reference, once
+        _preload,  # noqa: F401 - torch and the worker code, warmed with plain torch operations
         sandbox,
         worker,
     )
 
     _subreaper()
     set_name("attn-zygote")
+    pidns = _own_pid_namespace()
     statuses: dict[int, int] = {}
     workers: set[int] = set()
     graders: set[int] = set()  # trusted grading processes forked for a batch (grader/batch.py)
     stale_groups: set[int] = set()  # pids cgroups of finished workers, to empty and remove
     last_scan = 0.0
-    me, path = os.getpid(), listener.getsockname()
     sandbox.remove_stale_cgroups()
     sel = selectors.DefaultSelector()
-    sel.register(listener, selectors.EVENT_READ, "listen")
-    sel.register(alive_fd, selectors.EVENT_READ, "alive")
+    conns: dict[int, _Conn] = {}
+
+    def add(sock: socket.socket, is_primary: bool) -> None:
+        conns[sock.fileno()] = _Conn(sock, is_primary)
+        sel.register(sock, selectors.EVENT_READ)
+
+    def drop(c: _Conn) -> None:
+        sel.unregister(c.sock)
+        del conns[c.sock.fileno()]
+        c.sock.close()
+
+    def shut_down() -> None:
+        for pid in workers | stale_groups:
+            with contextlib.suppress(OSError):
+                os.killpg(pid, signal.SIGKILL)
+            sandbox.remove_cgroup(pid)
+        _reap_all(graders)
+        os._exit(0)
+
+    def fork_child(kind: str, channel_fd: int) -> tuple[int, socket.socket | None]:
+        control = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM) if kind == "grader" else None
+        new_ns = kind == "spawn" and pidns >= 0 and landlock._libc.unshare(CLONE_NEWPID) == 0
+        pid = os.fork()
+        if pid == 0:  # the worker (PID 1 of its own namespace), or a trusted grading process
+            try:
+                keep = {channel_fd} | ({control[1].fileno()} if control else set())
+                _close_all_but(keep)  # no control connection, no pidns fd, nothing else reaches the child
+                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                if kind == "spawn":
+                    set_name("attn-worker")
+                    worker.entry(channel_fd)
+                else:  # forked before it knows the secret; it asks us for its workers over its own connection
+                    set_name("attn-grade")
+                    from . import batch
+
+                    attach(control[1])  # type: ignore[index]
+                    batch.grading_process(channel_fd)
+            finally:
+                os._exit(0)
+        if new_ns and landlock._libc.setns(pidns, CLONE_NEWPID) != 0:
+            # every later child would land in that worker's namespace: start over instead
+            os.killpg(pid, signal.SIGKILL)
+            shut_down()
+        if control is not None:
+            control[1].close()
+        return pid, control[0] if control else None
+
+    add(primary, True)
     while True:
         events = sel.select(timeout=0.2)
         for key, _ in events:
-            if key.data == "alive":  # the grader exited: so do we, and so does everything we forked
-                for pid in workers | stale_groups:
-                    with contextlib.suppress(OSError):
-                        os.killpg(pid, signal.SIGKILL)
-                    sandbox.remove_cgroup(pid)
-                _reap_all(graders)
-                shutil.rmtree(os.path.dirname(path), ignore_errors=True)  # also when the grader was killed
-                os._exit(0)
-            if key.data == "listen":
-                conn, _ = listener.accept()
-                sel.register(conn, selectors.EVENT_READ, "client")
+            c = conns[key.fd]
+            lines = c.read()
+            if lines is None:
+                if c.primary:  # the grader exited: so do we, and so does everything we forked
+                    shut_down()
+                drop(c)
                 continue
-            conn = key.fileobj
-            try:
-                line, fds = _recv_line(conn)  # type: ignore[arg-type]
-            except (EOFError, OSError):
-                sel.unregister(conn)
-                conn.close()  # type: ignore[union-attr]
-                continue
-            verb, _, arg = line.decode().strip().partition(" ")
-            if verb in ("spawn", "grader") and len(fds) == 1:
-                pid = os.fork()
-                if pid == 0:  # the worker, or a trusted grading process
-                    try:
-                        for other in list(sel.get_map().values()):  # no zygote socket reaches the learner
-                            if other.data == "client":
-                                other.fileobj.close()  # type: ignore[union-attr]
-                        sel.close()
-                        listener.close()
-                        os.close(alive_fd)
-                        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-                        if verb == "spawn":
-                            set_name("attn-worker")
-                            worker.entry(fds[0])
-                        else:  # forked before it knows the secret; it asks us for its workers like anyone else
-                            set_name("attn-grade")
-                            from . import batch
-
-                            attach(path, me)
-                            batch.grading_process(fds[0])
-                    finally:
-                        os._exit(0)
-                os.close(fds[0])
-                (workers if verb == "spawn" else graders).add(pid)
-                conn.sendall(f"{pid}\n".encode())  # type: ignore[union-attr]
-            elif verb == "status":
-                pid = int(arg)
-                conn.sendall(f"{statuses.get(pid, 'none')}\n".encode())  # type: ignore[union-attr]
-            else:
-                for fd in fds:
-                    os.close(fd)
-                conn.sendall(b"error\n")  # type: ignore[union-attr]
+            for line, fds in lines:
+                verb, _, arg = line.partition(" ")
+                if (verb == "spawn" or (verb == "grader" and c.primary)) and len(fds) == 1:
+                    pid, control = fork_child(verb, fds[0])
+                    os.close(fds[0])
+                    (workers if verb == "spawn" else graders).add(pid)
+                    if control is not None:
+                        add(control, False)
+                    answer = f"{pid}\n"
+                elif verb == "status" and arg.isdigit() and not fds:
+                    answer = f"{statuses.get(int(arg), 'none')}\n"
+                else:
+                    for fd in fds:
+                        os.close(fd)
+                    answer = "error\n"
+                with contextlib.suppress(OSError):
+                    c.sock.sendall(answer.encode())
         reaped = False
         while True:  # reap workers and whatever they left behind
             try:
@@ -153,8 +212,8 @@ def serve(listener: socket.socket, alive_fd: int) -> None:
                 statuses.pop(next(iter(statuses)))
         now = time.monotonic()
         if (reaped or not events) and now - last_scan > ORPHAN_SCAN_INTERVAL:
-            # orphans appear when a worker ends (and its pids cgroup, where there is one, already caps
-            # them); one /proc scan per interval serves a whole burst of workers ending
+            # a worker is PID 1 of its own namespace, so what it leaves dies with it; this catches what a
+            # grading process (or a worker where there are no PID namespaces) left re-parented here
             _kill_orphans(workers | graders)
             last_scan = now
         for pid in list(stale_groups):
@@ -180,7 +239,7 @@ def _reap_all(graders: set[int], patience: float = 2.0) -> None:
 
 
 def _kill_orphans(workers: set[int]) -> None:
-    """Whatever a worker left behind is re-parented here (subreaper): kill it."""
+    """Whatever a child left behind is re-parented here (subreaper): kill it."""
     me = str(os.getpid())
     for entry in os.listdir("/proc"):
         if not entry.isdigit() or int(entry) in workers:
@@ -197,9 +256,7 @@ def _kill_orphans(workers: set[int]) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     args = argv if argv is not None else sys.argv[1:]
-    listen_fd, alive_fd = int(args[0]), int(args[1])
-    listener = socket.socket(fileno=listen_fd)
-    serve(listener, alive_fd)
+    serve(socket.socket(fileno=int(args[0])))
 
 
 def running(pid: int) -> bool:
@@ -229,69 +286,61 @@ def exit_status(raw: Any) -> str:
 
 
 class Zygote:
-    """Starts the zygote process; each grading process (forked ones too) gets its own connection.
-    With `path` and `pid`, only connects to a zygote already running (from a grading process it forked)."""
+    """A zygote and this process's control connection to it. Without `conn`, starts one (a fresh
+    `python -I` with a filtered environment: it inherits nothing of ours but that connection); with
+    `conn`, uses the zygote that forked this process (a batch's grading process)."""
 
-    def __init__(self, path: str | None = None, pid: int = -1) -> None:
-        self._conn: socket.socket | None = None
-        self._owner = -1
-        self.creator = os.getpid()
+    def __init__(self, conn: socket.socket | None = None) -> None:
+        self.owner = os.getpid()
         self.proc: subprocess.Popen | None = None
-        if path is not None:
-            self.path, self.pid, self.alive_w = path, pid, -1
+        if conn is not None:
+            self.conn, self.pid = conn, os.getppid()
             return
-        self.dir = tempfile.mkdtemp(prefix="attn-kata-")
-        atexit.register(self.remove_dir)
-        self.path = os.path.join(self.dir, "zygote.sock")
-        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        listener.bind(self.path)
-        listener.listen(64)
-        alive_r, self.alive_w = os.pipe()
+        self.conn, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         code = f"import sys; sys.path.insert(0, {str(ROOT)!r}); from grader.zygote import main; main()"
-        self.proc = subprocess.Popen(
-            [sys.executable, "-I", "-c", code, str(listener.fileno()), str(alive_r)],
-            pass_fds=(listener.fileno(), alive_r), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=None if os.environ.get("ATTN_KATA_DEBUG") else subprocess.DEVNULL, start_new_session=True,
-            env=_zygote_env())
-        listener.close()
-        os.close(alive_r)
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-I", "-c", code, str(theirs.fileno())],
+                pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                stderr=None if os.environ.get("ATTN_KATA_DEBUG") else subprocess.DEVNULL, start_new_session=True,
+                env=_zygote_env())
+        finally:
+            theirs.close()
         self.pid = self.proc.pid
 
-    def remove_dir(self) -> None:
-        """The socket's folder, once we are done with it (only by the process that made it)."""
-        if self.proc is not None and os.getpid() == self.creator:
-            shutil.rmtree(self.dir, ignore_errors=True)
-
     def alive(self) -> bool:
-        """Popen.poll() only works in the process that started it: a forked grading child that polls
-        gets ECHILD, which Popen reads as "exited" (and would start a zygote of its own)."""
-        if self.proc is not None and os.getpid() == self.creator:
+        if os.getpid() != self.owner:  # a plain fork of our process must not share our connection
+            return False
+        if self.proc is not None:
             return self.proc.poll() is None
         return running(self.pid)
 
-    def _client(self) -> socket.socket:
-        if self._conn is None or self._owner != os.getpid():
-            self._conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            self._conn.connect(self.path)
-            self._owner = os.getpid()
-        return self._conn
+    def stop(self, wait: float = 5.0) -> None:
+        """Close our connection (the zygote then exits, reaping all it forked) and wait for it, so that its
+        CPU time and its children's are accounted to this process."""
+        with contextlib.suppress(OSError):
+            self.conn.close()
+        if self.proc is not None and os.getpid() == self.owner:
+            try:
+                self.proc.wait(timeout=wait)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
 
     def _ask(self, line: str, fds: list[int] | None = None) -> str:
-        conn = self._client()
-        conn.settimeout(60)  # the first answer waits for the zygote to import torch
-        socket.send_fds(conn, [line.encode() + b"\n"], fds or [])
+        self.conn.settimeout(60)  # the first answer waits for the zygote to import torch
+        socket.send_fds(self.conn, [line.encode() + b"\n"], fds or [])
         data = b""
         while not data.endswith(b"\n"):
-            chunk = conn.recv(256)
+            chunk = self.conn.recv(256)
             if not chunk:
                 raise OSError("zygote closed the connection")
             data += chunk
             if len(data) > 64:
-                break
+                raise OSError("garbled answer from the zygote")
         try:
             return data.decode().strip()
         except UnicodeDecodeError:
-            self._conn = None
             raise OSError("garbled answer from the zygote") from None
 
     def spawn(self, fd: int) -> int:
@@ -321,23 +370,32 @@ _ZYGOTE: Zygote | None = None
 
 
 def zygote(fresh: bool = False) -> Zygote:
-    """This process tree's zygote; `fresh` replaces one that stopped answering."""
+    """This process's zygote; `fresh` replaces one that stopped answering."""
     global _ZYGOTE
     if fresh and _ZYGOTE is not None:
-        if _ZYGOTE.proc is not None:
+        if _ZYGOTE.proc is not None and os.getpid() == _ZYGOTE.owner:
             with contextlib.suppress(OSError):
                 _ZYGOTE.proc.kill()
-            _ZYGOTE.remove_dir()
+        with contextlib.suppress(OSError):
+            _ZYGOTE.conn.close()
         _ZYGOTE = None
     if _ZYGOTE is None or not _ZYGOTE.alive():
         _ZYGOTE = Zygote()
     return _ZYGOTE
 
 
-def attach(path: str, pid: int) -> None:
-    """In a grading process the zygote forked: use that zygote (over a connection of our own)."""
+def attach(conn: socket.socket) -> None:
+    """In a grading process the zygote forked: use that zygote, over the connection it made for us."""
     global _ZYGOTE
-    _ZYGOTE = Zygote(path, pid)
+    _ZYGOTE = Zygote(conn)
+
+
+def stop() -> None:
+    """Stop this process's zygote, if it started one, and reap it."""
+    global _ZYGOTE
+    if _ZYGOTE is not None:
+        _ZYGOTE.stop()
+        _ZYGOTE = None
 
 
 def warm_up() -> None:

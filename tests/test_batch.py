@@ -296,17 +296,18 @@ def test_the_coordinating_process_never_imports_torch(tmp_path: Path) -> None:
     assert json.loads((tmp_path / "out" / "summary.json").read_text())["records"] == 1
 
 
-def test_forked_grading_children_share_the_parents_zygote() -> None:
-    """A grading child must not start a zygote of its own (each one would import torch again)."""
+def test_a_plain_fork_does_not_share_its_parents_zygote_connection() -> None:
+    """The zygote's control connection belongs to the process that made it: a plain fork of that process
+    (not a grading process the zygote forked itself) must not send requests on it, interleaved with ours."""
     from grader import zygote
 
     parent = zygote.zygote()
     pid = os.fork()
     if pid == 0:
-        same = zygote.zygote() is parent and zygote.zygote().proc.pid == parent.proc.pid
-        os._exit(0 if same else 1)
+        os._exit(0 if not parent.alive() else 1)
     _, status = os.waitpid(pid, 0)
     assert os.WEXITSTATUS(status) == 0
+    assert parent.alive()
 
 
 HOSTILE = {
@@ -342,7 +343,11 @@ import os
 
 def _hunt(secret):
     """Look for the batch's secret in every grading process: environ, cmdline and memory."""
-    for pid in os.listdir("/proc"):
+    try:
+        pids = os.listdir("/proc")
+    except OSError:  # hidden from a worker
+        return False
+    for pid in pids:
         try:
             if not pid.isdigit() or open(f"/proc/{pid}/comm").read().strip() != "attn-grade":
                 continue

@@ -158,7 +158,7 @@ CASES: dict[str, tuple[str, str, str | None]] = {
     "garbage_on_the_channel": (attack("""
         import os, socket, stat
         def attention_scores(inputs, query):
-            for fd in map(int, os.listdir("/proc/self/fd")):
+            for fd in range(256):  # /proc/self/fd is hidden from a worker
                 try:
                     if stat.S_ISSOCK(os.fstat(fd).st_mode):
                         os.write(fd, b"\\xff" * 64)
