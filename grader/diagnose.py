@@ -5,8 +5,9 @@ loaded, `w.<param>`) what a learner who made one classic mistake would have outp
 dim 0, no √d_k, −inf replaced by 0, and so on. When the learner's output matches a mistake model
 (within tolerance) on every case where both are available, and differs from the reference on at
 least one of them, that mistake is diagnosed. A few mistakes are recognised from structure facts
-(heads sharing weights) or from how a case failed (a mask not cut to num_tokens raises a size error
-on inputs shorter than context_length).
+(heads sharing weights, or the probe's structured report of the parameters a module has: its
+template id and parameters, never its English wording) or from how a case failed (a mask not cut to
+num_tokens raises torch's size error on inputs shorter than context_length).
 
 Source text is never read: a diagnosis follows the behaviour, however the code is written.
 `diagnose(outcome, lang)` never raises; it returns [{"id", "message"}] in the report's language.
@@ -21,6 +22,7 @@ from typing import Any
 
 import torch
 
+from . import probes
 from .checks import Outcome
 from .checks._common import dropout_mean_close
 from .i18n import N_, _, using
@@ -341,10 +343,10 @@ def _shared_heads(r: Outcome) -> bool:
             return True
         res = r.learner.get(case)
         heads = int(r.case_specs[case].params.get("ctor", {}).get("num_heads", 1)) if case in r.case_specs else 1
-        if res is not None and res.status == "wrong_type" and heads > 1 and "(it has: " in res.message:
-            has = res.message.split("(it has: ", 1)[1]
-            asked_later_head = re.search(r"no parameter `heads\.[1-9]", res.message)
-            if asked_later_head and set(re.findall(r"heads\.(\d+)\.", has)) == {"0"}:
+        # the probe's structured report (its template and parameters), never the English text made of them
+        if res is not None and res.status == "wrong_type" and heads > 1 and res.msgid == probes.NO_PARAMETER:
+            asked, has = str(res.params.get("name", "")), str(res.params.get("have", ""))
+            if re.match(r"heads\.[1-9]", asked) and set(re.findall(r"(?:^|, )heads\.(\d+)\.", has)) == {"0"}:
                 return True
     return False
 

@@ -8,6 +8,7 @@ least one fixture.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import re
@@ -20,6 +21,7 @@ from rich.console import Console
 from grader import diagnose, reporters
 from grader.checks import CaseResult, Outcome
 from grader.engine import collect, grade, grade_many, prepared
+from grader.i18n import using
 from grader.registry import BY_ID
 from grader.report import Report
 
@@ -118,6 +120,28 @@ def test_the_diagnosis_runs_on_passed_outcomes_too() -> None:
     col = collect(str(BUGGY / "mask_fill_zero.py"), steps=["causal_mask"])
     assert diagnose.ids(Outcome("causal_mask", plans["causal_mask"], col.learner["causal_mask"],
                                 refs["causal_mask"], col.static)) == ["mask_fill_zero"]
+
+
+def test_shared_heads_are_named_from_the_probes_report_not_its_wording() -> None:
+    """wrap_shared_heads is recognised from the probe's template id and parameters (which parameter the grader
+    asked for, which ones the module has), so a translated or reworded message changes nothing."""
+    plans, refs = prepared("")
+    learner = collect(str(BUGGY / "wrap_shared_heads.py"), steps=["multihead_wrapper"]).learner["multihead_wrapper"]
+    assert any(r.msgid and r.status == "wrong_type" for r in learner.values())  # what this test is about
+
+    def judged(cases: dict[str, CaseResult]) -> list[str]:
+        return diagnose.ids(Outcome("multihead_wrapper", plans["multihead_wrapper"], cases, refs["multihead_wrapper"]))
+
+    assert judged(learner) == ["heads_share_weights"]
+    with using("zh"):
+        translated = {c: dataclasses.replace(r, message=r.text()) for c, r in learner.items()}
+    assert all(translated[c].message != r.message for c, r in learner.items() if r.msgid)
+    assert judged(translated) == ["heads_share_weights"]
+    reworded = {c: dataclasses.replace(r, message="parameter missing") for c, r in learner.items()}
+    assert judged(reworded) == ["heads_share_weights"]
+    # and the text alone, without the template and its parameters, is not read
+    text_only = {c: dataclasses.replace(r, msgid="", params={}) for c, r in learner.items()}
+    assert judged(text_only) == []
 
 
 @pytest.mark.parametrize("name", ["drop_keep_prob", "drop_no_rescale", "ca_dropout_no_rescale", "ca_qk_swapped",
