@@ -14,7 +14,7 @@ from . import i18n, reporters
 from .i18n import N_, _
 from .registry import BY_ID, STEPS
 from .report import Report
-from .settings import DEFAULT_TIMEOUT
+from .settings import DEFAULT_TIMEOUT, resolve_secret
 
 STATE_DIR = ".attn-kata"
 
@@ -84,13 +84,16 @@ def _grade_pictures(path: str | Path, html: str | Path | None, pictures: bool, *
 
 def grade(*, path: str | Path, fmt: str = "table", secret: str | None = None, steps: list[str] | None = None,
           timeout: float = DEFAULT_TIMEOUT, lang: str = "en", to_terminal: bool = True,
-          html: str | Path | None = None) -> str:
+          html: str | Path | None = None, allow_weak_sandbox: bool = False) -> str:
     """Grade one submission and render it; returns the text (table output goes to the console).
 
-    `html`: also write a self-contained HTML report there (with heatmaps of the attention weights)."""
+    `html`: also write a self-contained HTML report there (with heatmaps of the attention weights).
+    With a secret, refuses (session.WeakSandbox) where the sandbox lacks a layer instructor grading needs,
+    unless `allow_weak_sandbox`."""
     start = time.monotonic()
+    strong = bool(resolve_secret(secret)) and not allow_weak_sandbox
     report, mats = _grade_pictures(path, html, fmt == "table" and to_terminal, steps=steps, secret=secret,
-                                   timeout=timeout, lang=lang)
+                                   timeout=timeout, lang=lang, config={"require_strong": strong})
     if fmt == "json":
         return reporters.to_json(report)
     if fmt == "gradescope":
@@ -190,7 +193,8 @@ def _hint(step: str, workspace: str | Path, show_all: bool) -> list[str]:
 
 
 def batch(*, directory: str | Path, out: str | Path, jobs: int | None = None, resume: bool = False,
-          secret: str | None = None, timeout: float = DEFAULT_TIMEOUT, lang: str = "en", quiet: bool = False):
+          secret: str | None = None, timeout: float = DEFAULT_TIMEOUT, lang: str = "en", quiet: bool = False,
+          allow_weak_sandbox: bool = False):
     """Grade every submission in `directory` into `out` (see grader.batch); returns a BatchResult."""
     from rich.progress import (
         BarColumn,
@@ -212,7 +216,7 @@ def batch(*, directory: str | Path, out: str | Path, jobs: int | None = None, re
     console = Console(stderr=True)
     if quiet:
         result = run_batch(directory=directory, out=out, jobs=jobs, resume=resume, secret=secret, timeout=timeout,
-                           lang=lang)
+                           lang=lang, allow_weak_sandbox=allow_weak_sandbox)
     else:
         bar = Progress(TextColumn("grading"), BarColumn(), MofNCompleteColumn(), Rate(), TimeElapsedColumn(),
                        TextColumn("left"), TimeRemainingColumn(), console=console, transient=False)
@@ -228,7 +232,8 @@ def batch(*, directory: str | Path, out: str | Path, jobs: int | None = None, re
 
         with bar:
             result = run_batch(directory=directory, out=out, jobs=jobs, resume=resume, secret=secret,
-                               timeout=timeout, lang=lang, start=start, progress=progress)
+                               timeout=timeout, lang=lang, start=start, progress=progress,
+                               allow_weak_sandbox=allow_weak_sandbox)
         _print_summary(result, Console())
     return result
 

@@ -23,7 +23,6 @@ import hashlib
 import io
 import json
 import os
-import pickle
 import re
 import selectors
 import shutil
@@ -355,46 +354,70 @@ def write_atomic(path: Path, text: str) -> None:
 # torch is imported once per batch, and this coordinating process never imports it at all. Each gets its
 # settings, then chunks of submissions, over a socket of its own; it asks the zygote for a worker per
 # submission like any grading process, judges the chunk in one pytest session and sends back the reports.
-# Both ends are trusted, so the messages are pickles (learner data crosses only as report dicts).
+# Messages are JSON, never pickles: no byte a worker could ever have written is unpickled anywhere.
 
 _GRADE_ARGS: dict[str, Any] = {}
 _MAX_MESSAGE = 256 * 1024 * 1024  # a chunk's reports
-_LOST = (EOFError, OSError, ChannelError, pickle.UnpicklingError)  # the other end is gone, or garbled
+_LOST = (EOFError, OSError, ChannelError, ValueError)  # the other end is gone, or garbled
 
 
 def _send(sock: socket.socket, obj: Any) -> None:
-    send_msg(sock, pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL))
+    send_msg(sock, json.dumps(obj, ensure_ascii=False, allow_nan=False).encode())
 
 
 def _recv(sock: socket.socket) -> Any:
-    return pickle.loads(recv_msg(sock, max_bytes=_MAX_MESSAGE))
+    return json.loads(recv_msg(sock, max_bytes=_MAX_MESSAGE))
 
 
 def grading_process(fd: int) -> None:
     """The main loop of a grading process (forked by the zygote): settings, then chunk after chunk."""
     import torch
 
+    from .session import WeakSandbox
+
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the coordinating process decides what Ctrl-C means
     torch.set_num_threads(1)
     sock = socket.socket(fileno=fd)
     try:
         _GRADE_ARGS.update(_recv(sock))
+        _limit_memory(int(_GRADE_ARGS.get("memory_bytes") or GRADING_MEMORY))
         while True:
-            _send(sock, _grade_chunk(_recv(sock)))
+            chunk = _recv(sock)
+            try:
+                _send(sock, _grade_chunk(chunk))
+            except WeakSandbox as exc:  # instructor grading on a machine without the layers it needs
+                _send(sock, {"weak_sandbox": str(exc)})
     except _LOST:
         return  # the batch is over (or gone)
+
+
+GRADING_MEMORY = 4 * 1024**3  # address space a grading process may add to what it inherited
+
+
+def _limit_memory(extra: int) -> None:
+    """A grading process judges learner tensors: whatever they provoke, it fails alone (MemoryError: that
+    submission's error) rather than waking the OOM killer for the whole machine."""
+    import resource
+
+    with open("/proc/self/statm") as f:
+        have = int(f.read().split()[0]) * resource.getpagesize()
+    with contextlib.suppress(ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_AS, (have + extra, resource.getrlimit(resource.RLIMIT_AS)[1]))
 
 
 def _collect_one(job: tuple[int, str]) -> tuple[int, Any, str, float]:
     """Run one submission in a worker; (index, engine.Collected or None, error, seconds)."""
     from . import engine
+    from .session import WeakSandbox
 
     i, path = job
     start = time.monotonic()
     try:
         col = engine.collect(path, secret=_GRADE_ARGS["secret"], timeout=_GRADE_ARGS["timeout"],
-                             lang=_GRADE_ARGS["lang"])
+                             lang=_GRADE_ARGS["lang"], config={"require_strong": _GRADE_ARGS.get("require_strong")})
         return i, col, "", time.monotonic() - start
+    except WeakSandbox:
+        raise
     except Exception as exc:  # a grader bug or an infrastructure error: listed, never a 0
         return i, None, f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=3)}", time.monotonic() - start
 
@@ -554,6 +577,10 @@ class GradingUnavailable(Exception):
     keeping what it graded; nothing is recorded for the rest."""
 
 
+class WeakSandboxError(GradingUnavailable):
+    """Grading with a secret needs sandbox layers this machine does not provide (`attn-kata doctor`)."""
+
+
 class _Grader:
     """One trusted grading process (forked by the zygote) and the chunk it is working on."""
 
@@ -619,6 +646,8 @@ def _grade_in_pool(chunks: list[list[tuple[int, str]]], jobs: int, settings: dic
                 del busy[g.pid]
                 try:
                     results = _recv(g.sock)
+                    if isinstance(results, dict) and "weak_sandbox" in results:
+                        raise WeakSandboxError(str(results["weak_sandbox"]))
                 except _LOST:
                     g.kill()
                     retired.append(g)
@@ -647,7 +676,7 @@ def _grade_in_pool(chunks: list[list[tuple[int, str]]], jobs: int, settings: dic
 def run_batch(*, directory: str | Path, out: str | Path, jobs: int | None = None, resume: bool = False,
               secret: str | None = None, timeout: float | None = None, lang: str = "en",
               progress: Callable[[int], Any] | None = None, start: Callable[[int, int], Any] | None = None,
-              ) -> BatchResult:
+              allow_weak_sandbox: bool = False) -> BatchResult:
     """Grade every submission in `directory` into `out`. `start(total, already_done)` and
     `progress(n_done_now)` let a caller draw a progress bar."""
     t0 = time.monotonic()
@@ -686,7 +715,9 @@ def run_batch(*, directory: str | Path, out: str | Path, jobs: int | None = None
     work = [(i, str(group[0].path)) for i, group in enumerate(todo.values())]
     groups = list(todo.values())
     if work:
-        settings = {"secret": secret, "timeout": timeout if timeout is not None else DEFAULT_TIMEOUT, "lang": lang}
+        settings = {"secret": secret, "timeout": timeout if timeout is not None else DEFAULT_TIMEOUT, "lang": lang,
+                    # with a secret, scores must be trustworthy: no grading on a sandbox missing a needed layer
+                    "require_strong": bool(secret) and not allow_weak_sandbox}
 
         def record(results: list[tuple[int, dict[str, Any] | None, str, float]]) -> None:
             for i, report, err, secs in results:

@@ -92,18 +92,21 @@ def hint(obj: dict, step: str, workspace: str, show_all: bool) -> None:
 @click.option("--timeout", default=DEFAULT_TIMEOUT, show_default=True, help="Seconds allowed per step.")
 @click.option("--out", type=click.Path(path_type=Path), default=None,
               help="Write the report here instead of stdout (gradescope: results.json).")
+@click.option("--allow-weak-sandbox", is_flag=True, help="With a secret: grade even where `attn-kata doctor` "
+              "finds a needed sandbox layer missing (scores may then be gamed).")
 @click.option("--html", type=click.Path(path_type=Path, dir_okay=False), default=None,
               help="Also write a self-contained HTML report (heatmaps of the attention weights).")
 @click.pass_obj
 def grade(obj: dict, path: Path, fmt: str, secret: str | None, steps: tuple[str, ...], timeout: float,
-          out: Path | None, html: Path | None) -> None:
+          out: Path | None, html: Path | None, allow_weak_sandbox: bool) -> None:
     """Grade one submission: a directory like exercises/, a .py file or a .ipynb notebook."""
     from . import api
     from .session import InfrastructureError
 
     try:
         text = api.grade(path=path, fmt=fmt, secret=secret, steps=_step_ids(steps) or None, timeout=timeout,
-                         lang=obj["lang"], to_terminal=out is None, html=html)
+                         lang=obj["lang"], to_terminal=out is None, html=html,
+                         allow_weak_sandbox=allow_weak_sandbox)
     except InfrastructureError as exc:  # not the submission's fault: no report, never a 0
         click.echo(_("attn-kata: grader infrastructure error, no report produced: {error}").format(error=exc), err=True)
         sys.exit(3)
@@ -152,22 +155,32 @@ def solution(obj: dict, step: str, workspace: str) -> None:
 
 
 @main.command()
-def doctor() -> None:
+@click.option("--secret", envvar="ATTN_KATA_SECRET", default=None,
+              help="Check for instructor grading with this key: the worker hunts for it; exit 1 if a needed layer "
+              "is missing.")
+def doctor(secret: str | None) -> None:
     """Which sandbox layers are active on this machine (each verified by an attack in a real worker)."""
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
-    from .doctor import diagnose
+    from .doctor import diagnose, missing_required
 
     t = Table(title="worker confinement")
     for col in ("layer", "claimed", "verified", "attack tried"):
         t.add_column(col)
-    rows = diagnose()
+    rows = diagnose(secret)
     for name, claimed, verified, attack in rows:
         active = claimed and verified
-        t.add_row(name, "yes" if claimed else "no", "[green]active[/green]" if active else "[red]not active[/red]",
-                  attack)
-    Console().print(t)
+        t.add_row(escape(name), "yes" if claimed else "no",
+                  "[green]active[/green]" if active else "[red]not active[/red]", escape(attack))
+    console = Console()
+    console.print(t)
+    missing = missing_required(rows)
+    if missing:
+        console.print(escape("missing for instructor grading (--secret): " + "; ".join(missing)))
+        if secret:
+            sys.exit(1)
 
 
 @main.command()
@@ -189,9 +202,11 @@ def steps(obj: dict) -> None:
               "(or ATTN_KATA_SECRET).")
 @click.option("--timeout", default=DEFAULT_TIMEOUT, show_default=True, help="Seconds allowed per step.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no summary (for scripts).")
+@click.option("--allow-weak-sandbox", is_flag=True, help="With a secret: grade even where `attn-kata doctor` "
+              "finds a needed sandbox layer missing (scores may then be gamed).")
 @click.pass_obj
 def batch(obj: dict, directory: Path, out: Path, jobs: int | None, resume: bool, secret: str | None,
-          timeout: float, quiet: bool) -> None:
+          timeout: float, quiet: bool, allow_weak_sandbox: bool) -> None:
     """Grade every submission in DIRECTORY (folders, .py, .ipynb, LMS zip exports) into OUT.
 
     Exit 0 when every submission got a report, 1 when some could not be graded (listed).
@@ -201,7 +216,7 @@ def batch(obj: dict, directory: Path, out: Path, jobs: int | None, resume: bool,
 
     try:
         result = api.batch(directory=directory, out=out, jobs=jobs, resume=resume, secret=secret, timeout=timeout,
-                           lang=obj["lang"], quiet=quiet)
+                           lang=obj["lang"], quiet=quiet, allow_weak_sandbox=allow_weak_sandbox)
     except KeyboardInterrupt:
         click.echo(_("interrupted: what was graded is kept in {out}/index.sqlite; run the same command with --resume "
                      "to finish").format(out=out), err=True)

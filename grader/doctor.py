@@ -80,6 +80,23 @@ def _hunt(needles, skip_module):
                         break
                     at = scratch.find(nd, at + 1, n)
     return hits
+
+def _peek(pid, needle):
+    """Another process's memory, through /proc/PID/maps and mem."""
+    try:
+        with open("/proc/%s/maps" % pid) as maps, open("/proc/%s/mem" % pid, "rb") as mem:
+            for line in maps:
+                lo, hi = (int(x, 16) for x in line.split()[0].split("-"))
+                if "r" in line.split()[1] and hi - lo < 1 << 28:
+                    try:
+                        mem.seek(lo)
+                        if needle in mem.read(hi - lo):
+                            return True
+                    except (OSError, ValueError, OverflowError):
+                        pass
+    except OSError:
+        pass
+    return False
 '''
 
 PROBE = '''
@@ -122,6 +139,8 @@ def attention_scores(inputs, query):
     def find_secret():
         needles = [bytes({secret_needle!r})]
         hits = _hunt(needles, __name__)
+        if _peek({grader_pid}, needles[0]):
+            hits.append("mem")
         for pid in ("{grader_pid}", "1", "self"):
             for part in ("cmdline", "environ"):
                 try:
@@ -228,12 +247,16 @@ def _control(needles: list[list[int]], secret: bytes) -> tuple[bool, bool]:
         warnings.simplefilter("ignore")  # touching every module's namespace wakes deprecation warnings
         found_ref = bool(scope["_hunt"]([bytes(n) for n in needles], "__no_module__"))
         found_secret = bool(scope["_hunt"]([secret], "__no_module__"))
-    return found_ref, found_secret
+    pid = os.fork()  # and from another, unconfined process: through /proc/PID/mem
+    if pid == 0:
+        os._exit(0 if scope["_peek"](os.getppid(), secret) else 1)
+    _, status = os.waitpid(pid, 0)
+    return found_ref, found_secret and os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
 
 
-def diagnose(secret: str | None = None) -> list[tuple[str, bool, bool, str]]:
+def diagnose(secret: str | None = None, config: dict[str, Any] | None = None) -> list[tuple[str, bool, bool, str]]:
     """Rows of (layer, claimed, verified, attack). `secret` (default: a fresh canary) is held by this process
-    while the worker looks for it."""
+    while the worker looks for it. `config` goes to the worker (the tests leave layers off with it)."""
     canary = secret or "attn-kata-canary-" + os.urandom(12).hex()
     held = [canary.encode()]  # kept alive in this process's memory for the hunt
     needles = _needles()
@@ -251,7 +274,7 @@ def diagnose(secret: str | None = None) -> list[tuple[str, bool, bool, str]]:
                        secret_needle=list(held[0]), port=listener.getsockname()[1],
                        kata_file=str(reference.solutions_dir() / "dot_scores.py"), outside=outside,
                        grader_pid=os.getpid(), abstract=abstract)
-    worker = Worker([("doctor", "doctor.py", textwrap.dedent(src))], {})
+    worker = Worker([("doctor", "doctor.py", textwrap.dedent(src))], config or {})
     try:
         layers = worker.hello(60).get("layers") or {}
         case = Case("call", {"inputs": torch.zeros(1, 1), "query": torch.zeros(1)},

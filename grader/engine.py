@@ -16,7 +16,7 @@ from .i18n import _
 from .registry import BY_ID, STEPS, Step
 from .report import CheckResult, Report, StepResult, clean
 from .runner import run_jobs
-from .session import Worker, WorkerLost
+from .session import WeakSandbox, Worker, WorkerLost, missing_layers
 from .settings import DEFAULT_TIMEOUT, LOAD_TIMEOUT, grader_version, resolve_secret
 
 __all__ = ["DEFAULT_TIMEOUT", "LOAD_TIMEOUT", "collect", "grade", "grade_many", "grader_version", "judge",
@@ -170,6 +170,10 @@ def _collect(path: str | Path, *, steps: Iterable[str] | None, secret: str | Non
             try:
                 hello = worker.hello(LOAD_TIMEOUT)
                 names, errors = dict(hello.get("names") or {}), dict(hello.get("errors") or {})
+                if (config or {}).get("require_strong") and (missing := missing_layers(hello.get("layers"))):
+                    raise WeakSandbox(_("this machine's sandbox lacks what grading with a secret needs: {layers} "
+                                        "(see `attn-kata doctor`; --allow-weak-sandbox grades anyway)").format(
+                        layers=", ".join(missing)))
             except (WorkerLost, AttributeError, TypeError, ValueError) as exc:
                 reason = DETAIL_FOR_LOSS.get(getattr(exc, "reason", ""), "no_result")
                 msg = _("importing the submission failed: {detail}").format(detail=getattr(exc, "detail", exc))

@@ -75,6 +75,7 @@ def confine(config: dict[str, Any]) -> None:
     network, a pids cgroup, no capabilities, nobody where possible, rlimits, Landlock. Each layer is recorded
     as what this process can observe of itself afterwards, never as what a step meant to do."""
     limits = {**DEFAULT_LIMITS, **config.get("limits", {})}
+    skip = set(config.get("skip_layers") or ())  # fault injection for the tests: which layers to leave off
     os.setsid()  # own process group: the grader kills the whole group on timeout
     workdir = config["workdir"]  # made (and later removed) by the grader
     os.chdir(workdir)
@@ -91,9 +92,10 @@ def confine(config: dict[str, Any]) -> None:
     os.environ.clear()
     os.environ.update(WORKER_ENV | {"HOME": workdir, "TMPDIR": workdir})
     is_root = os.geteuid() == 0
-    network = is_root and _new_netns()
-    cgroup = is_root and _pids_cgroup(int(limits["processes"]), int(config.get("pid", -1)))
-    ruleset, promised = landlock.prepare(read=_readable_paths(), write=[workdir, os.devnull])
+    network = is_root and "network" not in skip and _new_netns()
+    cgroup = is_root and "cgroup" not in skip and _pids_cgroup(int(limits["processes"]), int(config.get("pid", -1)))
+    ruleset, promised = (-1, dict(landlock.NONE)) if "landlock" in skip else landlock.prepare(
+        read=_readable_paths(), write=[workdir, os.devnull])
     nproc = int(limits["processes"])
     if is_root and _readable_by_others(sys.base_prefix) and _readable_by_others(sys.prefix):
         # never run learner code as root where Python itself stays readable: become nobody
@@ -112,7 +114,8 @@ def confine(config: dict[str, Any]) -> None:
     _limit(resource.RLIMIT_AS, _address_space() + int(limits["memory_bytes"]))
     torch.set_num_threads(1)
     cgroup = cgroup and _in_cgroup(int(config.get("pid", -1)))  # read back while /proc is still visible
-    caps = capabilities.drop_all()  # after the netns and the cgroup (they need CAP_SYS_ADMIN), before Landlock
+    # after the netns and the cgroup (they need CAP_SYS_ADMIN), before Landlock
+    caps = "capabilities" not in skip and capabilities.drop_all()
     enforced = landlock.enforce(ruleset, promised)
     LAYERS.clear()
     LAYERS.update(_observed(workdir, limits) | {

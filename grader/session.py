@@ -22,6 +22,25 @@ class InfrastructureError(Exception):
     """The grader itself could not run a worker (after a retry): no score may be derived from this."""
 
 
+class WeakSandbox(InfrastructureError):
+    """Grading with a secret was asked for, on a machine whose workers lack a layer it needs."""
+
+
+# What instructor grading (a secret given) needs of every worker, as the worker observed itself after
+# confinement (grader.sandbox.LAYERS; `attn-kata doctor` proves each by an attack): alternatives per need.
+REQUIRED_LAYERS: dict[str, tuple[str, ...]] = {
+    "kata files and /proc unreadable (Landlock)": ("landlock_filesystem",),
+    "no capabilities": ("no_capabilities", "unprivileged_user"),
+    "cannot signal other processes": ("pid_namespace", "landlock_signal_scope", "unprivileged_user"),
+}
+
+
+def missing_layers(layers: Any) -> list[str]:
+    """The needs of REQUIRED_LAYERS that a worker's hello does not show."""
+    layers = layers if isinstance(layers, dict) else {}
+    return [need for need, any_of in REQUIRED_LAYERS.items() if not any(layers.get(k) is True for k in any_of)]
+
+
 class WorkerLost(Exception):
     """The worker did not answer: `reason` is timeout, crashed, or unreadable."""
 

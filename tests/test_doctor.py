@@ -1,26 +1,78 @@
-"""`attn-kata doctor` claims a layer only when an attack inside a real worker confirms it."""
+"""`attn-kata doctor` claims a layer only when an attack inside a real worker confirms it, and instructor
+grading refuses to run where a layer it needs is missing. Layers are switched off on purpose
+(`skip_layers`, a fault injection the trusted side passes to the worker) to show each row can fail."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+from pathlib import Path
 
-from grader.doctor import diagnose
+import pytest
+
+from grader import engine
+from grader.doctor import LAYERS, diagnose, missing_required
+from grader.session import WeakSandbox
+
+ROOT = Path(__file__).resolve().parent.parent
+REQUIRED = {layer.name for layer in LAYERS if layer.required}
 
 
-def test_every_claimed_layer_is_verified_by_an_attack() -> None:
-    rows = diagnose()
-    assert len(rows) >= 8
+@pytest.fixture(scope="module")
+def rows() -> list[tuple[str, bool, bool, str]]:
+    return diagnose()
+
+
+def test_every_claimed_layer_is_verified_by_an_attack(rows: list[tuple[str, bool, bool, str]]) -> None:
+    assert [r[0] for r in rows] == [layer.name for layer in LAYERS]
     for name, claimed, verified, _ in rows:
         if claimed:
             assert verified, f"{name}: claimed by the worker but the attack got through"
-    # whatever this machine offers, the always-on layers are there
     active = {name for name, claimed, verified, _ in rows if claimed and verified}
     assert {"session", "private dir", "clean env", "memory limit (RLIMIT_AS)", "no core dumps"} <= active
+    # this machine (and CI's) offers everything instructor grading needs
+    assert active >= REQUIRED, missing_required(rows)
 
 
-def test_doctor_cli_prints_the_table() -> None:
-    out = subprocess.run([sys.executable, "-m", "grader", "doctor"], capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stderr
+@pytest.mark.parametrize(("skip", "lost"), [
+    (["landlock"], {"kata files unreadable (Landlock)", "writes only in its own folder (Landlock)",
+                    "other processes invisible (PID namespace, /proc hidden)"}),
+    (["capabilities"], {"no capabilities"}),
+    (["landlock", "capabilities"], {"the secret is unreachable", "kata files unreadable (Landlock)"}),
+])
+def test_a_layer_left_off_is_reported_missing(skip: list[str], lost: set[str]) -> None:
+    """Planted regressions: with a layer off, its attack gets through and the row says so."""
+    rows = diagnose(config={"skip_layers": skip})
+    inactive = {name for name, claimed, verified, _ in rows if not (claimed and verified)}
+    assert lost <= inactive
+    assert set(missing_required(rows)) & lost
+
+
+def test_grading_with_a_secret_refuses_a_weak_sandbox(tmp_path: Path) -> None:
+    sub = ROOT / "solutions" / "dot_scores.py"
+    with pytest.raises(WeakSandbox, match="Landlock"):
+        engine.grade(sub, secret="k", steps=["dot_scores"],
+                     config={"require_strong": True, "skip_layers": ["landlock"]})
+    report = engine.grade(sub, secret="k", steps=["dot_scores"], config={"skip_layers": ["landlock"]})
+    assert report.steps[0].status == "passed"  # what --allow-weak-sandbox does
+    report = engine.grade(sub, secret="k", steps=["dot_scores"], config={"require_strong": True})
+    assert report.steps[0].status == "passed"
+
+
+def test_doctor_cli_prints_the_table_and_passes_with_a_secret() -> None:
+    out = subprocess.run([sys.executable, "-m", "grader", "doctor", "--secret", "doctor-key-1234"],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr
     assert "worker confinement" in out.stdout
     assert "attack tried" in out.stdout
+    assert "doctor-key-1234" not in out.stdout + out.stderr
+
+
+def test_grade_cli_with_a_secret_never_prints_it(tmp_path: Path) -> None:
+    out = subprocess.run([sys.executable, "-m", "grader", "grade", str(ROOT / "solutions"), "--format", "json",
+                          "--secret", "grade-key-98765"], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert report["score"] == report["max_score"]
+    assert "grade-key-98765" not in out.stdout + out.stderr
