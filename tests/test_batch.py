@@ -233,13 +233,30 @@ def test_student_names_from_lms_file_names() -> None:
     assert "/" not in batch.slugify("../../etc/passwd")
 
 
+def _descends_from(pid: int, ancestor: int) -> bool:
+    """Is `pid` a descendant of `ancestor`? (the ppid chain in /proc/<pid>/stat)"""
+    seen: set[int] = set()
+    while pid > 1 and pid not in seen:
+        if pid == ancestor:
+            return True
+        seen.add(pid)
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            return False
+        pid = int(stat.rsplit(")", 1)[1].split()[1])  # "pid (comm) state ppid ...": comm may hold spaces
+    return False
+
+
 def _grading_processes() -> list[int]:
-    """The trusted grading processes running now (named by grader/zygote.py)."""
+    """The trusted grading processes (named by grader/zygote.py) running now that this test process started,
+    through its zygote: never another test run's, or anyone else's, on the same machine."""
     pids = []
+    me = os.getpid()
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
-                if Path(f"/proc/{entry}/comm").read_text().strip() == "attn-grade":
+                if Path(f"/proc/{entry}/comm").read_text().strip() == "attn-grade" and _descends_from(int(entry), me):
                     pids.append(int(entry))
             except OSError:
                 pass
@@ -264,8 +281,9 @@ def test_a_grading_process_that_dies_is_retried(tmp_path: Path) -> None:
             pids = _grading_processes()
             if pids:
                 time.sleep(0.3)  # let it take a chunk
-                os.kill(pids[0], signal.SIGKILL)
-                killed.append(pids[0])
+                if pids[0] in _grading_processes():  # still ours (not gone, its pid not reused meanwhile)
+                    os.kill(pids[0], signal.SIGKILL)
+                    killed.append(pids[0])
             time.sleep(0.02)
 
     killer = threading.Thread(target=kill_one)
@@ -325,7 +343,8 @@ def test_a_batch_with_hostile_submissions_ends_with_one_record_each(tmp_path: Pa
     for name, src in HOSTILE.items():
         (klass / name).write_text(src)
     (klass / "honest.py").write_text((ROOT / "solutions" / "dot_scores.py").read_text())
-    result = batch.run_batch(directory=klass, out=tmp_path / "out", jobs=2, timeout=2.0)
+    # the time-out is a hang guard: long enough for the honest submission on a loaded machine
+    result = batch.run_batch(directory=klass, out=tmp_path / "out", jobs=2, timeout=10.0)
     assert result.records == len(HOSTILE) + 1
     assert result.not_graded == {}
     reports = {p.stem: json.loads(p.read_text()) for p in (tmp_path / "out" / "reports").glob("*.json")}

@@ -150,6 +150,9 @@ SUBMISSION = {
     "multihead_attention.py": "mha_no_out_proj.py",  # a missing parameter
     "weight_transfer.py": "tr_query_key_swapped.py",  # wrong values
 }  # self_attention_v2.py is left out: not started
+# each step's time-out: a hang guard, long enough for every honest step on a loaded machine (dot_scores above
+# waits it out once per run)
+STEP_TIMEOUT = "10"
 
 
 @pytest.fixture(scope="module")
@@ -166,10 +169,10 @@ def outputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, str
     out: dict[str, dict[str, str]] = {}
     for lang in ("zh", "en"):
         got: dict[str, str] = {}
-        table = kata("grade", str(sub), "--timeout", "2", lang=lang)
+        table = kata("grade", str(sub), "--timeout", STEP_TIMEOUT, lang=lang)
         assert table.returncode == 0, table.stderr
         got["grade (table)"] = table.stdout + table.stderr
-        js = kata("grade", str(sub), "--timeout", "2", "--format", "json", lang=lang)
+        js = kata("grade", str(sub), "--timeout", STEP_TIMEOUT, "--format", "json", lang=lang)
         assert js.returncode == 0, js.stderr
         doc = json.loads(js.stdout)
         texts = list(doc["notes"])
@@ -177,7 +180,7 @@ def outputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, str
             texts += [s["title"], s["message"]] + [d["message"] for d in s.get("diagnoses", [])]
             texts += [t for c in s["checks"] for t in (c["name"], c["message"])]
         got["grade (json)"] = "\n".join(texts)
-        check = kata("check", "--path", str(ws), "--timeout", "5", lang=lang)
+        check = kata("check", "--path", str(ws), "--timeout", STEP_TIMEOUT, lang=lang)
         assert check.returncode == 1
         got["check"] = check.stdout + check.stderr
         for step in ("dot_scores", "causal_attention", "weight_transfer"):

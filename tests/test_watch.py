@@ -43,17 +43,18 @@ def test_watch_regrades_on_save_and_moves_on_when_asked(tmp_path: Path, record_p
         time.sleep(0.3)
         saved = time.monotonic()
         shutil.copy(ROOT / "solutions" / "dot_scores.py", ws / "dot_scores.py")  # the learner saves
-        child.expect_exact("[#-----------] 1/12", timeout=10)
-        child.expect("passed", timeout=10)
+        # the spawn's time-out (120 s) is only a hang guard: how fast feedback comes is benchmarks/' business,
+        # the latency is recorded here for the junit report, never asserted
+        child.expect_exact("[#-----------] 1/12")
+        child.expect("passed")
         latency = time.monotonic() - saved
         print(f"\nsave-to-feedback latency: {latency * 1000:.0f} ms")
         record_property("save_to_feedback_ms", round(latency * 1000))
-        assert latency < 10
         child.expect("q: quit")
         # a broken save shows the new result too, still on the same step
         saved = time.monotonic()
         (ws / "dot_scores.py").write_text("def attention_scores(inputs, query):\n    return (inputs @ query) * 2\n")
-        child.expect("partial|failed", timeout=10)
+        child.expect("partial|failed")
         print(f"save-to-feedback latency (second save): {(time.monotonic() - saved) * 1000:.0f} ms")
         child.expect("q: quit")
         child.sendline("n")  # on to the next step only when asked
