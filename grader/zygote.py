@@ -111,7 +111,9 @@ def serve(primary: socket.socket) -> None:
 
     _subreaper()
     set_name("attn-zygote")
-    pidns = _own_pid_namespace()
+    # fault injection for the tests only (tests/test_hostile.py proves its leftover detector with it)
+    faults = set(os.environ.get("ATTN_KATA_TEST_FAULTS", "").split(","))
+    pidns = -1 if "no_pidns" in faults else _own_pid_namespace()
     statuses: dict[int, int] = {}
     workers: set[int] = set()
     graders: set[int] = set()  # trusted grading processes forked for a batch (grader/batch.py)
@@ -211,6 +213,9 @@ def serve(primary: socket.socket) -> None:
             if len(statuses) > 10000:
                 statuses.pop(next(iter(statuses)))
         now = time.monotonic()
+        if "no_reaping" in faults:
+            stale_groups.clear()
+            continue
         if (reaped or not events) and now - last_scan > ORPHAN_SCAN_INTERVAL:
             # a worker is PID 1 of its own namespace, so what it leaves dies with it; this catches what a
             # grading process (or a worker where there are no PID namespaces) left re-parented here
@@ -356,7 +361,7 @@ class Zygote:
 
 def _zygote_env() -> dict[str, str]:
     keep = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
-            "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+            "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "ATTN_KATA_TEST_FAULTS")
     env = {k: os.environ[k] for k in keep if k in os.environ}
     env.setdefault("OMP_NUM_THREADS", "1")
     # malloc's heap in transparent huge pages: the ~80 MB that importing torch leaves there is then a few

@@ -1,12 +1,16 @@
-"""Hostile submissions: each attacks the grader; the attacked step scores only what its outputs
-deserve, the other (correct) step keeps full marks, the grader reports normally, nothing is left running."""
+"""Hostile submissions: each attacks the grader. The attacked step scores exactly what an honest submission
+with the same outputs (its *twin*) scores, the other (correct) step keeps full marks, the grader reports
+normally, and nothing this test started is left running."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -24,7 +28,15 @@ def attack(body: str) -> str:
     return GOOD + "\n\n" + textwrap.dedent(body)
 
 
-# name -> (source, expected status of dot_scores, detail or None)
+# the honest twins: what an attack's outputs deserve, graded as plain code
+TWINS = {
+    "full": "import torch\ndef attention_scores(inputs, query):\n    return inputs @ query\n",
+    "zeros": "import torch\ndef attention_scores(inputs, query):\n    return torch.zeros(inputs.shape[0])\n",
+    "raises": "def attention_scores(inputs, query):\n    raise RuntimeError('no')\n",
+    "not_a_tensor": "def attention_scores(inputs, query):\n    return None\n",
+}
+
+# name -> (source, expected status of dot_scores, detail or None); TWIN says which honest twin's score it gets
 CASES: dict[str, tuple[str, str, str | None]] = {
     "infinite_loop": (attack("""
         def attention_scores(inputs, query):
@@ -121,17 +133,19 @@ CASES: dict[str, tuple[str, str, str | None]] = {
     "read_expected_from_gc_and_frames": (attack("""
         import gc, sys, torch
         def attention_scores(inputs, query):
-            n = inputs.shape[0]
+            right = inputs @ query  # recomputed only to recognise a reference output, if one were here
             for obj in gc.get_objects():
-                if isinstance(obj, torch.Tensor) and obj.shape == (n,) and obj is not query:
-                    return obj.clone()
+                if isinstance(obj, torch.Tensor) and obj.shape == right.shape and obj is not right:
+                    if torch.allclose(obj, right):
+                        return obj.clone()
             f = sys._getframe()
             while f is not None:
                 for v in f.f_locals.values():
-                    if isinstance(v, torch.Tensor) and v.shape == (n,):
-                        return v.clone()
+                    if isinstance(v, torch.Tensor) and v.shape == right.shape and v is not right:
+                        if torch.allclose(v, right):
+                            return v.clone()
                 f = f.f_back
-            return torch.zeros(n)
+            return torch.zeros(inputs.shape[0])
         """), "failed", None),
     "reseed_and_change_defaults": (attack("""
         import torch
@@ -200,7 +214,9 @@ CASES: dict[str, tuple[str, str, str | None]] = {
     "bypass_stdout_redirect_via_proc": (attack("""
         import os, torch
         def attention_scores(inputs, query):
-            for path in ("/proc/1/fd/1", "/dev/tty", "/proc/self/fd/1"):
+            paths = ["/dev/tty", "/proc/self/fd/1", "/dev/stdout"]
+            paths += [f"/proc/{pid}/fd/1" for pid in range(1, 70000)]
+            for path in paths:
                 try:
                     with open(path, "w") as f:
                         f.write('{"score": 999}\\n')
@@ -239,44 +255,206 @@ CASES: dict[str, tuple[str, str, str | None]] = {
             while True:
                 pass
         """), "error", None),
-    "env_and_secret_hunting": (attack("""
-        import os, torch
+    "secret_hunting_by_value": (attack("""
+        import gc, os, torch
+        SECRETS = (b"not-for-" + b"students", b"in-the-graders-" + b"environment")
+        def _found():
+            blobs = [("environ", "".join(f"{k}={v}" for k, v in os.environ.items()).encode())]
+            for pid in ["self", *range(1, 70000)]:
+                for part in ("cmdline", "environ"):
+                    try:
+                        blobs.append((f"{pid}/{part}", open(f"/proc/{pid}/{part}", "rb").read()))
+                    except OSError:
+                        pass
+            for obj in gc.get_objects():
+                if isinstance(obj, (str, bytes)) and len(obj) < 100000:
+                    blob = obj.encode(errors="replace") if isinstance(obj, str) else obj
+                    if any(s in blob for s in SECRETS) and obj not in SECRETS:
+                        blobs.append(("gc", blob))
+            return [(where, blob) for where, blob in blobs if any(s in blob for s in SECRETS)]
         def attention_scores(inputs, query):
-            leaked = [k for k in os.environ if "SECRET" in k or "KATA_SECRET" in k and k != "ATTN_KATA_WORKER"]
-            if leaked:
-                raise RuntimeError("secret visible: " + ",".join(leaked))
+            hits = _found()
+            if hits:  # what a cheat would do: carry it out in a message
+                raise RuntimeError(repr(hits)[:400])
             return inputs @ query
         """), "passed", None),
+    "reference_from_sys_modules_gc_importlib": (attack("""
+        import gc, importlib, sys
+        def _steal(name):
+            for mod in list(sys.modules.values()):
+                if mod is not None and name in getattr(mod, "__dict__", {}) and mod.__name__ != __name__:
+                    return mod.__dict__[name]
+            for obj in gc.get_objects():
+                if isinstance(obj, type) and obj.__name__ == name and obj.__module__ != __name__:
+                    return obj
+            for mod in ("solutions.dot_scores", "dot_scores", "grader.reference"):
+                try:
+                    m = importlib.import_module(mod)
+                    ns = m.namespace() if hasattr(m, "namespace") else vars(m)
+                    if name in ns:
+                        return ns[name]
+                except Exception:
+                    pass
+            return None
+        def attention_scores(inputs, query):
+            f = _steal("attention_scores")
+            if f is None:
+                raise NotImplementedError
+            return f(inputs, query)
+        """), "not_started", None),
+    "reference_from_linecache_inspect": (attack("""
+        import gc, inspect, linecache, types
+        def attention_scores(inputs, query):
+            for name, entry in list(linecache.cache.items()):
+                text = "".join(entry[2]) if len(entry) > 2 else ""
+                if "def attention_scores" in text and "linecache" not in text:
+                    ns = {}
+                    exec(text, ns)
+                    return ns["attention_scores"](inputs, query)
+            for obj in gc.get_objects():
+                if isinstance(obj, types.FunctionType) and obj.__name__ == "attention_scores" \\
+                        and obj.__code__ is not attention_scores.__code__:
+                    return obj(inputs, query)
+            raise NotImplementedError
+        """), "not_started", None),
+    "reference_from_own_memory": (attack("""
+        import ctypes, gc, sys
+        NEEDLE = bytes([ord(c) for c in "attn_scores.masked_fill_("])
+        def _scan():
+            libc = ctypes.CDLL(None)
+            class iovec(ctypes.Structure):
+                _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+            libc.process_vm_readv.restype = ctypes.c_ssize_t
+            step = 1 << 20
+            buf = bytearray(step)
+            cbuf = (ctypes.c_char * step).from_buffer(buf)
+            own = ctypes.addressof(cbuf)
+            for base in {id(x) & ~(step - 1) for x in (gc, sys, buf, 1.5)}:
+                for i in range(-256, 256):
+                    addr = base + i * step
+                    local, remote = iovec(own, step), iovec(addr, step)
+                    n = libc.process_vm_readv(0, ctypes.byref(local), 1, ctypes.byref(remote), 1, 0)
+                    at = buf.find(NEEDLE, 0, max(n, 0))
+                    while at >= 0:
+                        if not (own <= addr + at < own + step) and not (id(NEEDLE) <= addr + at < id(NEEDLE) + 64):
+                            return addr + at
+                        at = buf.find(NEEDLE, at + 1, max(n, 0))
+            return None
+        def attention_scores(inputs, query):
+            where = _scan()
+            if where is not None:
+                raise RuntimeError(f"reference source in memory at {where:x}")
+            raise NotImplementedError
+        """), "not_started", None),
+    "read_ahead_on_the_channel": (attack("""
+        import os, socket, stat
+        def attention_scores(inputs, query):
+            for fd in range(3, 256):
+                try:
+                    if stat.S_ISSOCK(os.fstat(fd).st_mode):
+                        s = socket.socket(fileno=os.dup(fd))
+                        data = s.recv(1 << 24, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+                        if b"register_buffer" in data or b"reference/" in data:
+                            raise RuntimeError("a reference reached the worker early")
+                except (OSError, BlockingIOError):
+                    pass
+            raise NotImplementedError
+        """), "not_started", None),
+    "chattr_immutable_in_workdir": (attack("""
+        import fcntl, os, struct, torch
+        def attention_scores(inputs, query):
+            os.makedirs("keep/inner", exist_ok=True)
+            for path in ("keep/inner/f", "keep/f"):
+                open(path, "w").close()
+            for path in ("keep/inner", "keep", "keep/f", "keep/inner/f"):
+                try:
+                    fd = os.open(path, os.O_RDONLY)
+                    flags = struct.unpack("l", fcntl.ioctl(fd, 0x80086601, struct.pack("l", 0)))[0]
+                    fcntl.ioctl(fd, 0x40086602, struct.pack("l", flags | 0x10))  # FS_IMMUTABLE_FL
+                    os.close(fd)
+                except OSError:
+                    pass
+            return inputs @ query
+        """), "passed", None),
+
 }
 
 
-def worker_processes() -> list[int]:
-    """Processes that carry the worker's environment marker (readable as root, or as the same user)."""
-    found = []
+# what each attacked step must score: the score of its honest twin (TWINS), "full", or "zero"
+TWIN: dict[str, str | None] = {
+    "infinite_loop": "zero", "catch_baseexception_to_survive_timeout": "zero", "ignore_signals": "zero",
+    "os_exit_in_step": "zero", "sys_exit_in_step": "raises", "memory_bomb": "raises", "fork_bomb": "zero",
+    "daemon_outlives_step": "full", "kill_parent": "full", "monkeypatch_allclose": "zeros",
+    "tensor_subclass_eq_always_true": "zeros", "not_a_tensor_eq_always_true": "not_a_tensor",
+    "read_expected_from_gc_and_frames": "zeros", "reseed_and_change_defaults": "full",
+    "nan_and_inf": None,  # not an attack on the grader: its outputs are simply wrong in two places
+    "huge_result": "zero", "garbage_on_the_channel": "zero", "write_outside_workdir": "raises",
+    "print_flood_and_fake_report": "full", "os_exit_at_import": "zero", "slow_import": "full",
+    "segfault": "zero", "infinite_recursion": "raises", "bypass_stdout_redirect_via_proc": "full",
+    "thread_keeps_running": "full", "patch_the_worker_itself": "zero", "complex_and_int_results": "not_a_tensor",
+    "close_every_fd": "zero", "secret_hunting_by_value": "full",
+    "reference_from_sys_modules_gc_importlib": "zero", "reference_from_linecache_inspect": "zero",
+    "reference_from_own_memory": "zero", "read_ahead_on_the_channel": "zero",
+    "chattr_immutable_in_workdir": "full",
+}
+SECRETS = ("not-for-students", "in-the-graders-environment")
+TIMEOUT = 8.0  # per step: the infinite loops cost this much each; generous for a loaded 2-core machine
+
+
+def descendants(root: int | None = None) -> dict[int, str]:
+    """pid -> name of every process below `root` (default: this test process), by /proc ppid chains: only what
+    this test started (through the grader) counts, never another run's processes."""
+    root = os.getpid() if root is None else root
+    parent: dict[int, int] = {}
+    names: dict[int, str] = {}
     for entry in os.listdir("/proc"):
-        if entry.isdigit() and int(entry) != os.getpid():
+        if entry.isdigit():
             try:
-                if b"ATTN_KATA_WORKER=1" in Path(f"/proc/{entry}/environ").read_bytes():
-                    found.append(int(entry))
+                stat_line = Path(f"/proc/{entry}/stat").read_text()
             except OSError:
                 continue
+            name, rest = stat_line[stat_line.index("(") + 1:stat_line.rindex(")")], stat_line.rsplit(")", 1)[1]
+            parent[int(entry)] = int(rest.split()[1])
+            names[int(entry)] = name
+    found = {}
+    for pid in parent:
+        p = parent.get(pid, 0)
+        while p > 1:
+            if p == root:
+                found[pid] = names[pid]
+                break
+            p = parent.get(p, 0)
     return found
+
+
+def leftovers() -> dict[int, str]:
+    """Descendants other than the zygote itself (which lives as long as this test process)."""
+    return {pid: name for pid, name in descendants().items() if name != "attn-zygote"}
+
+
+def _temp_worker_dirs() -> set[str]:
+    return {p.name for p in Path(tempfile.gettempdir()).glob("attn-kata-worker-*")}
 
 
 @pytest.fixture(scope="module")
 def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
+    from grader import zygote
+
     folder = tmp_path_factory.mktemp("hostile")
-    paths = []
-    for name, (src, _, _) in CASES.items():
-        p = folder / f"{name}.py"
-        p.write_text(src)
-        paths.append(p)
+    before = _temp_worker_dirs()
+    zyg = zygote.zygote()
     out = {}
-    os.environ["ATTN_KATA_SECRET"] = "in-the-graders-environment"  # must never reach a worker
-    for p in paths:
-        out[p.stem] = engine.grade(p, steps=["dot_scores", "causal_mask"], timeout=3.0,
-                                   secret="not-for-students").to_dict()
-    del os.environ["ATTN_KATA_SECRET"]
+    os.environ["ATTN_KATA_SECRET"] = SECRETS[1]  # must never reach a worker
+    try:
+        for name, src in [*CASES.items(), *((f"twin_{k}", v) for k, v in TWINS.items())]:
+            p = folder / f"{name}.py"
+            p.write_text(src[0] if isinstance(src, tuple) else attack(src))
+            out[name] = engine.grade(p, steps=["dot_scores", "causal_mask"], timeout=TIMEOUT,
+                                     secret=SECRETS[0]).to_dict()
+    finally:
+        del os.environ["ATTN_KATA_SECRET"]
+    out["_zygote_kept"] = {"same": zygote.zygote() is zyg and zyg.alive()}  # type: ignore[dict-item]
+    out["_new_dirs"] = {"dirs": sorted(_temp_worker_dirs() - before)}  # type: ignore[dict-item]
     return out
 
 
@@ -291,28 +469,128 @@ def test_hostile_submission(reports: dict[str, dict], name: str) -> None:
         assert attacked["status"] == status, attacked
     if detail is not None:
         assert attacked["detail"] == detail, attacked
-    if status != "passed":
+    twin = TWIN[name]
+    if twin == "full":
+        assert attacked["score"] == attacked["max_score"], attacked
+    elif twin == "zero":
+        assert attacked["score"] == 0, attacked
+    elif twin is not None:  # exactly what an honest submission with the same outputs gets
+        honest = {s["id"]: s for s in reports[f"twin_{twin}"]["steps"]}["dot_scores"]
+        assert attacked["score"] == honest["score"], (attacked, honest)
+        assert [c["passed"] for c in attacked["checks"]] == [c["passed"] for c in honest["checks"]]
+    else:
         assert attacked["score"] < attacked["max_score"]
     if not name.endswith("_at_import"):  # an import-time exit takes the whole file with it
-        assert steps["causal_mask"]["status"] == "passed", steps["causal_mask"]
+        assert steps["causal_mask"]["score"] == steps["causal_mask"]["max_score"], steps["causal_mask"]
+    text = json.dumps(reports[name])
+    assert not any(secret in text for secret in SECRETS), "a secret reached the report"
+
+
+def test_every_case_has_a_twin() -> None:
+    assert set(TWIN) == set(CASES)
+    assert {t for t in TWIN.values() if t not in (None, "full", "zero")} <= set(TWINS)
+
+
+def test_the_zygote_survives_every_attack(reports: dict[str, dict]) -> None:
+    """kill_parent and the rest never take the zygote down (a silent restart would hide it)."""
+    assert reports["_zygote_kept"]["same"]
 
 
 def test_nothing_left_running_or_written(reports: dict[str, dict]) -> None:
-    deadline = time.monotonic() + 5
-    while worker_processes() and time.monotonic() < deadline:
+    deadline = time.monotonic() + 30  # a guard against hangs, not a speed bound
+    while leftovers() and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert worker_processes() == []
+    assert leftovers() == {}
     assert not (ROOT / "solutions" / "pwned.txt").exists()
+    assert reports["_new_dirs"]["dirs"] == []  # chattr +i left nothing undeletable behind
+
+
+def test_the_leftover_detector_finds_a_daemon_when_killing_is_off(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The detector above can fail: with the PID namespace and the zygote's reaping switched off (a fault
+    injection), the daemon of `daemon_outlives_step` survives its worker, and the detector sees it."""
+    from grader import zygote
+
+    p = tmp_path / "daemon.py"
+    p.write_text(CASES["daemon_outlives_step"][0])
+    monkeypatch.setenv("ATTN_KATA_TEST_FAULTS", "no_pidns,no_reaping")
+    zygote.zygote(fresh=True)
+    try:
+        engine.grade(p, steps=["dot_scores"])
+        deadline = time.monotonic() + 30
+        while not leftovers() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        found = leftovers()
+        assert found, "the planted daemon was not found: the detector proves nothing"
+    finally:
+        for pid in leftovers():  # only our own descendants
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        monkeypatch.delenv("ATTN_KATA_TEST_FAULTS")
+        zygote.zygote(fresh=True)
+    # and with the faults off again, the same submission leaves nothing
+    engine.grade(p, steps=["dot_scores"])
+    deadline = time.monotonic() + 30
+    while leftovers() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert leftovers() == {}
 
 
 def test_worker_output_never_reaches_json_stdout(tmp_path: Path) -> None:
-    p = tmp_path / "flood.py"
-    p.write_text(CASES["print_flood_and_fake_report"][0])
-    proc = subprocess.run([sys.executable, "-m", "grader", "grade", str(p), "--format", "json", "--step", "dot_scores"],
-                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr
-    doc = json.loads(proc.stdout)  # exactly one JSON document
-    assert doc["score"] == doc["max_score"] == 5.0
+    """The grader's real stdout: exactly one JSON document, nothing the worker wrote (it tries /dev/tty, its
+    own fd 1 and every /proc/PID/fd/1 it can name)."""
+    for case in ("print_flood_and_fake_report", "bypass_stdout_redirect_via_proc"):
+        p = tmp_path / f"{case}.py"
+        p.write_text(CASES[case][0])
+        proc = subprocess.run([sys.executable, "-m", "grader", "grade", str(p), "--format", "json", "--step",
+                               "dot_scores"], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        doc = json.loads(proc.stdout)  # exactly one JSON document
+        assert doc["score"] == doc["max_score"] == 5.0
+        assert "999" not in proc.stdout and "999" not in proc.stderr
+
+
+def test_a_stalled_request_does_not_hold_the_zygote() -> None:
+    """Half a request line, then the grader goes away: the zygote is not stuck reading it, and exits."""
+    from grader.zygote import Zygote
+
+    z = Zygote()
+    z.status(1)  # waits for the zygote to be up
+    z.conn.sendall(b"spa")
+    z.conn.close()
+    assert z.proc is not None
+    assert z.proc.wait(timeout=60) == 0
+
+
+def test_a_worker_holds_no_socket_but_its_channel(reports: dict[str, dict]) -> None:
+    """The fds a worker inherits: its channel only (no zygote connection, nothing to command)."""
+    src = attack("""
+        import os, stat, torch
+        def attention_scores(inputs, query):
+            socks = [fd for fd in range(1024) if _is_sock(fd)]
+            return torch.tensor([float(len(socks))] * inputs.shape[0])
+        def _is_sock(fd):
+            try:
+                return stat.S_ISSOCK(os.fstat(fd).st_mode)
+            except OSError:
+                return False
+        """)
+    import torch
+
+    from grader.checks import Case
+    from grader.engine import _request
+    from grader.registry import BY_ID
+    from grader.session import Worker
+
+    w = Worker([("probe_fds", "probe_fds.py", src)], {})
+    try:
+        w.hello(60)
+        case = Case("call", {"inputs": torch.zeros(2, 2), "query": torch.zeros(2)},
+                    {"fn": "attention_scores", "args": ["inputs", "query"], "consts": [], "grad": False, "repeat": 1})
+        tensors, _ = w.ask(_request(BY_ID["dot_scores"], {"probe": case}), 60)
+    finally:
+        w.close()
+    assert tensors["probe/out"].tolist() == [1.0, 1.0]
 
 
 def test_import_time_exit_is_a_report_entry(tmp_path: Path) -> None:
@@ -371,7 +649,7 @@ def test_infrastructure_error_is_retried_then_raised_never_a_zero(monkeypatch: p
 
 
 def test_step_details_say_what_happened(reports: dict[str, dict]) -> None:
-    detail = {name: {s["id"]: s for s in r["steps"]}["dot_scores"]["detail"] for name, r in reports.items()}
+    detail = {name: {s["id"]: s for s in reports[name]["steps"]}["dot_scores"]["detail"] for name in CASES}
     assert detail["infinite_loop"] == "timeout"
     assert detail["os_exit_in_step"] == "crashed"
     assert detail["memory_bomb"] == "memory_limit"
