@@ -71,7 +71,7 @@ def _collapse() -> None:
     thousands, and every worker's exit unmaps as few. Best effort: any failure changes nothing."""
     import ctypes
 
-    from .landlock import _libc as libc
+    from .landlock import libc
 
     try:
         libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]

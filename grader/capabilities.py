@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ctypes
 
-from .landlock import _libc
+from .landlock import libc
 
 PR_CAPBSET_READ, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS, PR_CAP_AMBIENT = 23, 24, 38, 47
 PR_CAP_AMBIENT_CLEAR_ALL = 4
@@ -30,7 +30,7 @@ def _sets() -> tuple[int, int, int]:
     """(effective, permitted, inheritable) of this process, as 64-bit masks."""
     header = _Header(_LINUX_CAPABILITY_VERSION_3, 0)
     data = (_Data * 2)()
-    if _libc.capget(ctypes.byref(header), data) != 0:
+    if libc.capget(ctypes.byref(header), data) != 0:
         return -1, -1, -1
     return tuple(data[0].__getattribute__(f) | data[1].__getattribute__(f) << 32  # type: ignore[return-value]
                  for f in ("effective", "permitted", "inheritable"))
@@ -40,7 +40,7 @@ def bounding_set() -> int:
     """The capabilities any exec could still get, as a mask (-1 if unreadable)."""
     mask = 0
     for cap in range(MAX_CAP):
-        r = _libc.prctl(PR_CAPBSET_READ, cap, 0, 0, 0)
+        r = libc.prctl(PR_CAPBSET_READ, cap, 0, 0, 0)
         if r < 0:
             break  # past the kernel's last capability
         mask |= r << cap
@@ -49,12 +49,12 @@ def bounding_set() -> int:
 
 def drop_all() -> bool:
     """Drop every capability from every set, set no_new_privs; True only if the process then holds none."""
-    _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
     for cap in range(MAX_CAP):
-        if _libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and cap > 40:
+        if libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and cap > 40:
             break  # EINVAL: past the kernel's last capability (EPERM earlier means we could not drop)
-    _libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
     header = _Header(_LINUX_CAPABILITY_VERSION_3, 0)
     data = (_Data * 2)()  # all zero
-    _libc.capset(ctypes.byref(header), data)
+    libc.capset(ctypes.byref(header), data)
     return _sets() == (0, 0, 0) and bounding_set() == 0

@@ -157,12 +157,13 @@ def attention_scores(inputs, query):
                     reached.append(fd)
             except OSError:
                 pass
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            s.connect({abstract!r})
-            reached.append("abstract")
-        except OSError:
-            pass
+        for address in ({abstract!r}, {pathname!r}):
+            try:
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                s.connect(address)
+                reached.append(address)
+            except OSError:
+                pass
         return bool(reached) or False
     return torch.tensor([
         blocked(lambda: socket.create_connection(("127.0.0.1", {port}), timeout=1).close()),
@@ -204,7 +205,8 @@ class Layer:
 
 
 LAYERS = (
-    Layer("no TCP (network namespace or Landlock)", ("network_namespace", "landlock_no_tcp"),
+    Layer("no TCP (network namespace, Landlock or seccomp)",
+          ("network_namespace", "landlock_no_tcp", "seccomp_no_sockets"),
           "connect to a port the grader listens on"),
     Layer("kata files unreadable (Landlock)", ("landlock_filesystem",), "read solutions/ from disk", True),
     Layer("writes only in its own folder (Landlock)", ("landlock_filesystem",), "write a file outside its folder"),
@@ -222,8 +224,8 @@ LAYERS = (
           "look for the reference in sys.modules, gc, linecache and its own memory", True),
     Layer("the secret is unreachable", ("landlock_filesystem", "pid_namespace"),
           "look for the secret in its own memory and in /proc/*/cmdline, environ", True),
-    Layer("no grader socket is reachable", ("closed_fds",),
-          "use an inherited socket; connect to an abstract-namespace socket of the grader's", True),
+    Layer("no grader socket is reachable", ("seccomp_no_sockets",),
+          "use an inherited socket; connect to a grader's Unix socket by path and in the abstract namespace", True),
     Layer("session", ("session",), "read its session id"),
     Layer("private dir", ("private_dir",), "stat its working folder (owner, mode)"),
     Layer("clean env", ("clean_env",), "read its environment"),
@@ -270,10 +272,15 @@ def diagnose(secret: str | None = None, config: dict[str, Any] | None = None) ->
     outside_dir = tempfile.mkdtemp(prefix="attn-kata-doctor-")
     os.chmod(outside_dir, 0o777)
     outside = os.path.join(outside_dir, "escaped.txt")
+    pathname = os.path.join(outside_dir, "grader.sock")  # a socket file any process could find and open
+    by_path = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    by_path.bind(pathname)
+    os.chmod(pathname, 0o777)
+    by_path.listen(1)
     src = PROBE.format(hunt=HUNT, ref_names=tuple(reference.namespace()), ref_needles=needles,
                        secret_needle=list(held[0]), port=listener.getsockname()[1],
                        kata_file=str(reference.solutions_dir() / "dot_scores.py"), outside=outside,
-                       grader_pid=os.getpid(), abstract=abstract)
+                       grader_pid=os.getpid(), abstract=abstract, pathname=pathname)
     worker = Worker([("doctor", "doctor.py", textwrap.dedent(src))], config or {})
     try:
         layers = worker.hello(60).get("layers") or {}
@@ -286,11 +293,12 @@ def diagnose(secret: str | None = None, config: dict[str, Any] | None = None) ->
         worker.close()
         listener.close()
         unix.close()
+        by_path.close()
     escaped = os.path.exists(outside)
     shutil.rmtree(outside_dir, ignore_errors=True)
     potent_ref, potent_secret = _control(needles, held[0])
     # layers no flag of the worker's can claim: they are what the attacks show
-    layers = {**layers, "no_reference": True, "closed_fds": True}
+    layers = {**layers, "no_reference": True}
     rows = []
     for layer, flag in zip(LAYERS, flags, strict=False):
         verified = bool(flag) and not (escaped and "writes" in layer.name)

@@ -18,13 +18,14 @@ REFER, TRUNCATE, IOCTL_DEV = 1 << 13, 1 << 14, 1 << 15
 NET_BIND_TCP, NET_CONNECT_TCP = 1 << 0, 1 << 1
 SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1 << 0, 1 << 1
 
-_libc = ctypes.CDLL(None, use_errno=True)
-_libc.syscall.restype = ctypes.c_long
+libc = ctypes.CDLL(None, use_errno=True)  # one handle for the sandbox modules and the zygote
+
+libc.syscall.restype = ctypes.c_long
 
 
 def abi() -> int:
     """Landlock ABI version of the running kernel, 0 when unavailable."""
-    v = _libc.syscall(SYS_CREATE_RULESET, None, ctypes.c_size_t(0), ctypes.c_uint32(1))
+    v = libc.syscall(SYS_CREATE_RULESET, None, ctypes.c_size_t(0), ctypes.c_uint32(1))
     return max(int(v), 0)
 
 
@@ -53,7 +54,7 @@ def prepare(read: list[str], write: list[str]) -> tuple[int, dict[str, bool]]:
     scoped = SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL if version >= 6 else 0
     size = 24 if version >= 6 else 16 if version >= 4 else 8
     buf = ctypes.create_string_buffer(struct.pack("=QQQ", handled_fs, handled_net, scoped)[:size], size)
-    fd = _libc.syscall(SYS_CREATE_RULESET, buf, ctypes.c_size_t(size), ctypes.c_uint32(0))
+    fd = libc.syscall(SYS_CREATE_RULESET, buf, ctypes.c_size_t(size), ctypes.c_uint32(0))
     if fd < 0:
         return -1, dict(NONE)
     file_rights = EXECUTE | WRITE_FILE | READ_FILE | (TRUNCATE if version >= 3 else 0)
@@ -67,7 +68,7 @@ def prepare(read: list[str], write: list[str]) -> tuple[int, dict[str, bool]]:
             try:
                 allowed = rights if os.path.isdir(path) else rights & file_rights
                 rule = ctypes.create_string_buffer(struct.pack("=Qi", allowed, pfd), 12)
-                _libc.syscall(SYS_ADD_RULE, ctypes.c_int(fd), ctypes.c_int(RULE_PATH_BENEATH), rule,
+                libc.syscall(SYS_ADD_RULE, ctypes.c_int(fd), ctypes.c_int(RULE_PATH_BENEATH), rule,
                               ctypes.c_uint32(0))
             finally:
                 os.close(pfd)
@@ -79,9 +80,9 @@ def enforce(fd: int, promised: dict[str, bool]) -> dict[str, bool]:
     if fd < 0:
         return dict(NONE)
     try:
-        if _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
             return dict(NONE)
-        if _libc.syscall(SYS_RESTRICT_SELF, ctypes.c_int(fd), ctypes.c_uint32(0)) != 0:
+        if libc.syscall(SYS_RESTRICT_SELF, ctypes.c_int(fd), ctypes.c_uint32(0)) != 0:
             return dict(NONE)
     finally:
         os.close(fd)

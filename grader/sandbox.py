@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from . import capabilities, landlock
+from . import capabilities, landlock, seccomp
 
 DEFAULT_LIMITS: dict[str, Any] = {
     "cpu_seconds": 60,  # a backstop; the per-step wall-clock limit is enforced from outside
@@ -67,7 +67,7 @@ def _readable_paths() -> list[str]:
 
 
 def _new_netns() -> bool:
-    return landlock._libc.unshare(CLONE_NEWNET) == 0  # libc as loaded once, in the zygote
+    return landlock.libc.unshare(CLONE_NEWNET) == 0  # libc as loaded once, in the zygote
 
 
 def confine(config: dict[str, Any]) -> None:
@@ -116,12 +116,14 @@ def confine(config: dict[str, Any]) -> None:
     cgroup = cgroup and _in_cgroup(int(config.get("pid", -1)))  # read back while /proc is still visible
     # after the netns and the cgroup (they need CAP_SYS_ADMIN), before Landlock
     caps = "capabilities" not in skip and capabilities.drop_all()
+    no_sockets = "seccomp" not in skip and caps and seccomp.no_sockets()  # needs no_new_privs (set by the drop)
     enforced = landlock.enforce(ruleset, promised)
     LAYERS.clear()
     LAYERS.update(_observed(workdir, limits) | {
         "network_namespace": network,
         "pids_cgroup": cgroup,
         "no_capabilities": caps,
+        "seccomp_no_sockets": no_sockets,
         "landlock_filesystem": enforced["filesystem"],
         "landlock_no_tcp": enforced["tcp"],
         "landlock_signal_scope": enforced["signals"],

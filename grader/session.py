@@ -32,6 +32,7 @@ REQUIRED_LAYERS: dict[str, tuple[str, ...]] = {
     "kata files and /proc unreadable (Landlock)": ("landlock_filesystem",),
     "no capabilities": ("no_capabilities", "unprivileged_user"),
     "cannot signal other processes": ("pid_namespace", "landlock_signal_scope", "unprivileged_user"),
+    "no new sockets (seccomp)": ("seccomp_no_sockets",),
 }
 
 

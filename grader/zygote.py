@@ -42,7 +42,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def _subreaper() -> bool:
     try:
-        return landlock._libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+        return landlock.libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
     except (OSError, AttributeError):
         return False
 
@@ -50,7 +50,7 @@ def _subreaper() -> bool:
 def set_name(name: str) -> None:
     """The process's name in ps, top and perf (15 bytes): attn-zygote, attn-worker, attn-grade."""
     with contextlib.suppress(OSError, AttributeError):
-        landlock._libc.prctl(PR_SET_NAME, ctypes.c_char_p(name.encode()[:15]), 0, 0, 0)
+        landlock.libc.prctl(PR_SET_NAME, ctypes.c_char_p(name.encode()[:15]), 0, 0, 0)
 
 
 def _own_pid_namespace() -> int:
@@ -142,7 +142,7 @@ def serve(primary: socket.socket) -> None:
 
     def fork_child(kind: str, channel_fd: int) -> tuple[int, socket.socket | None]:
         control = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM) if kind == "grader" else None
-        new_ns = kind == "spawn" and pidns >= 0 and landlock._libc.unshare(CLONE_NEWPID) == 0
+        new_ns = kind == "spawn" and pidns >= 0 and landlock.libc.unshare(CLONE_NEWPID) == 0
         pid = os.fork()
         if pid == 0:  # the worker (PID 1 of its own namespace), or a trusted grading process
             try:
@@ -160,7 +160,7 @@ def serve(primary: socket.socket) -> None:
                     batch.grading_process(channel_fd)
             finally:
                 os._exit(0)
-        if new_ns and landlock._libc.setns(pidns, CLONE_NEWPID) != 0:
+        if new_ns and landlock.libc.setns(pidns, CLONE_NEWPID) != 0:
             # every later child would land in that worker's namespace: start over instead
             os.killpg(pid, signal.SIGKILL)
             shut_down()
