@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from . import channel, checks, diagnose, i18n, ingest, probes, static
+from . import channel, checks, diagnose, i18n, ingest, probes, static, wire
 from .checks import Case, CaseResult, Outcome
 from .i18n import _
 from .registry import BY_ID, STEPS, Step
@@ -100,23 +100,34 @@ def _phases(steps: list[Step]) -> list[list[Step]]:
 
 
 def _parse_response(cases: dict[str, Case], tensors: dict[str, torch.Tensor], doc: Any) -> dict[str, CaseResult]:
-    """Take only what we asked for; anything missing or malformed is that case's 'no result'."""
-    report = doc.get("cases") if isinstance(doc, dict) else None
-    report = report if isinstance(report, dict) else {}
+    """Take only what we asked for, checked against the schema (grader.wire) before anything reads it: a case
+    the worker left out is 'no result'; a malformed case, or a malformed answer as a whole (then every
+    case), is an error that says the worker sent a malformed result."""
+    try:
+        entries, by_case = wire.validate_answer(doc, tensors, cases)
+    except wire.Malformed as exc:
+        return {name: _malformed(exc) for name in cases}
     out: dict[str, CaseResult] = {}
     for name in cases:
-        entry = report.get(name)
-        if not isinstance(entry, dict) or entry.get("status") not in (
-                "ok", "not_started", "missing", "wrong_type", "error", "memory"):
+        entry = entries.get(name)
+        if entry is None:
             out[name] = CaseResult("error", {}, {}, message=_("no result"), exception="NoResult")
-            continue
-        mine = {k.split("/", 1)[1]: v for k, v in tensors.items() if k.split("/", 1)[0] == name}
-        out[name] = _case_result(entry, mine)
+        elif isinstance(entry, wire.Malformed):
+            out[name] = _malformed(entry)
+        else:
+            out[name] = _case_result(entry, by_case.get(name, {}))
     return out
 
 
+def _malformed(exc: wire.Malformed) -> CaseResult:
+    return CaseResult("error", {}, {}, message=clean(exc.detail), exception=wire.MALFORMED)
+
+
 def _load_error_text(err: dict[str, Any]) -> str:
+    if not isinstance(err, dict):  # a hello not checked by wire.validate_hello
+        return wire.Malformed("hello.errors", "an entry is not an object").detail
     where = err.get("where") or {}
+    where = where if isinstance(where, dict) else {}
     loc = _(" ({file}, line {line}: `{code}`)").format(file=where.get("file"), line=where.get("line"),
                                                         code=where.get("code", "")) if where else ""
     return clean(f"{err.get('exception', 'Error')}: {err.get('message', '')}{loc}")
@@ -234,6 +245,8 @@ def _detail_text(cases: dict[str, CaseResult]) -> tuple[str, str]:
         r = by_status["error"]
         if r.exception == "NoResult":
             return "no_result", _("the worker sent no result for some cases")
+        if r.exception == wire.MALFORMED:
+            return "no_result", r.message
         return "crashed", _("raised {exception}: {message}").format(exception=r.exception, message=r.message)
     if "wrong_type" in by_status:
         return "wrong_type", by_status["wrong_type"].text()

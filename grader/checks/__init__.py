@@ -168,6 +168,8 @@ def describe_failure(res: CaseResult) -> str:
         return _("not implemented yet (raises NotImplementedError)")
     if res.status in ("missing", "wrong_type"):
         return res.text()
+    if res.exception == "MalformedResult":  # refused by grader.wire: the message says why
+        return res.message
     where = ""
     if res.where:
         where = _(" at {file} line {line}: `{code}`").format(file=res.where.get("file"), line=res.where.get("line"),

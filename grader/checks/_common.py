@@ -25,7 +25,10 @@ DROPOUT_Z = 6.0  # a right dropout fails this bound with probability ~1e-8 per e
 
 def dropout_mean_close(mean: torch.Tensor, target: torch.Tensor, std: torch.Tensor, copies: int) -> bool:
     """Is the mean of `copies` dropout draws `target`, within DROPOUT_Z standard errors? `std` is the spread of
-    the reference's own draws (trusted), so the bound is as tight as the sample size allows and no looser."""
+    the reference's own draws (trusted), so the bound is as tight as the sample size allows and no looser.
+    Tensors of different shapes are not close (never broadcast against each other)."""
+    if not tuple(mean.shape) == tuple(target.shape) == tuple(std.shape):
+        return False
     tol = DROPOUT_Z * std / copies**0.5 + 1e-4 * (1 + target.abs())
     return bool(((mean - target).abs() <= tol).all())
 
@@ -73,6 +76,8 @@ def no_future(r: Outcome, case: str, cut: int, what: str) -> None:
     """Outputs before position `cut` must not change when tokens from `cut` on are changed."""
     a = expect.tensor(r.got(case, "out"), what)
     b = expect.tensor(r.got(case, "out1"), what)
+    if a.dim() < 2:  # no (batch, num_tokens, …) to cut: say so by the expected shape
+        expect.shape(a, r.want(case).shape, what)
     expect.shape(b, a.shape, what)
     changed = ~torch.isclose(a[:, :cut], b[:, :cut], atol=1e-6, rtol=1e-5)
     if changed.any():

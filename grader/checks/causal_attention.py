@@ -92,11 +92,13 @@ def _check(r: Outcome) -> None:
     ev = expect.tensor(r.got("dropout", "eval"), _("eval output"))
     mean = expect.tensor(r.got("dropout", "mean"), _("training output"))
     sample = expect.tensor(r.got("dropout", "sample"), _("training output"))
+    spread = r.want("dropout", "std")
+    # shapes before any arithmetic on two of the learner's tensors: allclose would broadcast them
+    expect.shape(ev, spread.shape, _("eval output"), DIMS)
+    expect.shape(sample, r.want("dropout", "sample").shape, _("training output"), DIMS)
     expect.true(not torch.allclose(sample[0], ev[0]), _("training mode with dropout=0.5 gave the eval output: "
                 "is self.dropout applied to the attention weights?"))
-    spread = r.want("dropout", "std")
     expect.shape(mean, spread.shape, _("mean training output"), DIMS)
-    expect.shape(ev, spread.shape, _("eval output"), DIMS)
     copies = int(r.case_specs["dropout"].params["copies"])
     expect.true(dropout_mean_close(mean, ev, spread, copies),
                 _("averaged over {n} dropout draws the output should equal the eval output; it does not "

@@ -73,5 +73,6 @@ def _check(r: Outcome) -> None:
 def _check(r: Outcome) -> None:
     a, _w = _kept(r, "half")
     b = expect.tensor(r.got("half", "out1"), _("second call"))
+    expect.shape(b, a.shape, _("second call"))
     expect.true(not torch.equal(a, b),
                 _("two calls dropped exactly the same weights: do not reseed inside the function"))

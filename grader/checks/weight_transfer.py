@@ -30,10 +30,11 @@ def _check(r: Outcome) -> None:
     r.got("rect", "out_v1")  # if the case crashed, say so (not _("no longer a tensor"))
     for name in ("W_query", "W_key", "W_value"):
         expect.true(r.has("rect", f"v1.{name}"), _("sa_v1.{name} is no longer a tensor").format(name=name))
-        got = r.got("rect", f"v1.{name}")
+        got = expect.tensor(r.got("rect", f"v1.{name}"), f"sa_v1.{name}")
         if got.shape == r.want("rect", f"v1.{name}").shape:
             for other in ("W_query", "W_key", "W_value"):
-                if other != name and got.allclose(r.want("rect", f"v1.{other}")):
+                theirs = r.want("rect", f"v1.{other}")
+                if other != name and got.shape == theirs.shape and got.allclose(theirs):
                     raise expect.Failed(_("sa_v1.{name} holds sa_v2.{other}'s weight: query, key and value "
                                           "swapped").format(name=name, other=other))
         expect.close(got, r.want("rect", f"v1.{name}"),
