@@ -39,6 +39,7 @@ class _Namespaces:
         for u in sub.units:
             self.units.setdefault(u.module, []).append(u)
         self.envs: dict[str, dict[str, _Ref]] = {}
+        self.bound_in: dict[str, dict[str, str]] = {}  # module -> name -> the unit that bound it last
         self.busy: set[str] = set()
 
     def env(self, module: str) -> dict[str, _Ref]:
@@ -48,12 +49,15 @@ class _Namespaces:
             return {}
         self.busy.add(module)
         env: dict[str, _Ref] = {}
+        bound_in = self.bound_in.setdefault(module, {})
         for unit in self.units[module]:  # a notebook's cells run one after the other in one namespace
+            before = dict(env)
             try:
                 tree = ast.parse(unit.source)
                 self._run(tree.body, env, module, unit.label)
             except (SyntaxError, ValueError, RecursionError, MemoryError):
-                continue  # the worker reports what does not load; what ran before it stays bound
+                pass  # the worker reports what does not load; what ran before it stays bound
+            bound_in.update({k: unit.label for k, v in env.items() if before.get(k) is not v})
         self.busy.discard(module)
         self.envs[module] = env
         return env
@@ -61,11 +65,28 @@ class _Namespaces:
     def _value(self, expr: ast.expr, env: dict[str, _Ref], module: str, label: str) -> _Ref:
         if isinstance(expr, ast.Name):
             return env.get(expr.id, _OTHER)  # bound to what the name holds now, not later
-        if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name):
-            holder = env.get(expr.value.id, _OTHER)
-            if holder.kind == "module":
-                return _Ref("import", holder.module, name=expr.attr)
+        if isinstance(expr, ast.Attribute):
+            ref = self._attribute(expr, env)
+            if ref.kind != "other":
+                return ref
         return _Ref("code", module, expr, label)
+
+    def _attribute(self, expr: ast.Attribute, env: dict[str, _Ref]) -> _Ref:
+        """`unit.name` or `unit.other_unit.name`, for units of the submission imported as modules."""
+        chain: list[str] = []
+        base: ast.expr = expr
+        while isinstance(base, ast.Attribute):
+            chain.append(base.attr)
+            base = base.value
+        if not isinstance(base, ast.Name):
+            return _OTHER
+        ref = env.get(base.id, _OTHER)
+        for attr in reversed(chain):
+            ref = self.resolve(ref)
+            if ref.kind != "module":
+                return _OTHER
+            ref = _Ref("import", ref.module, name=attr)
+        return ref
 
     def _bind_target(self, target: ast.expr, value: _Ref | None, env: dict[str, _Ref]) -> None:
         for n in ast.walk(target):
@@ -130,9 +151,9 @@ class _Namespaces:
             ref = self.env(ref.module).get(ref.name, _OTHER)
         return ref if ref.kind != "import" else _OTHER
 
-    def loops(self, start: _Ref) -> list[int | str]:
+    def loops(self, start: _Ref, label: str) -> list[int | str]:
         """Lines of the loops in `start`'s code and, transitively, in the submission's module-level code it
-        refers to by name. Lines in another unit than `start`'s read "line (unit)"."""
+        refers to by name. Lines in another unit than `label` (where the name is bound) read "line (unit)"."""
         found: set[int | str] = set()
         seen: set[int] = set()
         todo = [self.resolve(start)]
@@ -144,16 +165,18 @@ class _Namespaces:
             nodes = list(ast.walk(ref.node))
             for n in nodes:
                 if isinstance(n, LOOPS):
-                    found.add(n.lineno if ref.label == start.label or not start.label else f"{n.lineno} ({ref.label})")
+                    found.add(n.lineno if ref.label == label else f"{n.lineno} ({ref.label})")
             env = self.env(ref.module)
             local = _locals(nodes)
             for n in nodes:
                 if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id not in local and n.id in env:
                     todo.append(self.resolve(env[n.id]))
-                elif isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id not in local:
-                    holder = env.get(n.value.id, _OTHER)
-                    if holder.kind == "module":
-                        todo.append(self.resolve(_Ref("import", holder.module, name=n.attr)))
+                elif isinstance(n, ast.Attribute):
+                    root = n.value
+                    while isinstance(root, ast.Attribute):
+                        root = root.value
+                    if isinstance(root, ast.Name) and root.id not in local:
+                        todo.append(self.resolve(self._attribute(n, env)))
         return sorted(found, key=lambda x: (isinstance(x, str), x if isinstance(x, int) else 0, str(x)))
 
 
@@ -182,9 +205,7 @@ def analyse(sub: Submission) -> dict[str, Any]:
             env = spaces.env(module)
             for name in LOOP_FREE:
                 if name in env and name not in loops:
-                    ref = env[name]
-                    loops[name] = spaces.loops(ref if ref.kind != "import" else _Ref(
-                        "import", ref.module, name=ref.name, label=units[0].label))
+                    loops[name] = spaces.loops(env[name], spaces.bound_in[module].get(name, units[0].label))
         except (RecursionError, MemoryError):
             continue
     return {"loops": loops}
