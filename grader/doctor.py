@@ -127,6 +127,10 @@ def attention_scores(inputs, query):
     def allocate():
         block = bytearray(3 << 30)
         return len(block)
+    def fill_disk():  # files under the per-file limit, more of them than the cap allows
+        for i in range(100):
+            with open("filler%d" % i, "wb") as f:
+                f.write(bytes(1 << 20))
     def chown_own_file():
         open("mine.txt", "w").close()
         os.chown("mine.txt", 4242, 4242)
@@ -179,6 +183,7 @@ def attention_scores(inputs, query):
         blocked(find_reference),
         blocked(find_secret),
         blocked(reach_grader_socket),
+        blocked(fill_disk),
         float(os.getsid(0) == os.getpid()),
         float(os.stat(".").st_uid == os.geteuid() and not os.stat(".").st_mode & 0o077),
         float(set(os.environ) <= {{"PATH", "LANG", "OMP_NUM_THREADS", "ATTN_KATA_WORKER", "HOME", "TMPDIR"}}),
@@ -226,6 +231,8 @@ LAYERS = (
           "look for the secret in its own memory and in /proc/*/cmdline, environ", True),
     Layer("no grader socket is reachable", ("seccomp_no_sockets",),
           "use an inherited socket; connect to a grader's Unix socket by path and in the abstract namespace", True),
+    Layer("disk use capped (private tmpfs)", ("private_tmpfs",),
+          "write 100 files of 1 MiB (each under the file-size limit)", True),
     Layer("session", ("session",), "read its session id"),
     Layer("private dir", ("private_dir",), "stat its working folder (owner, mode)"),
     Layer("clean env", ("clean_env",), "read its environment"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ __all__ = ["DEFAULT_TIMEOUT", "LOAD_TIMEOUT", "collect", "grade", "grade_many", 
 # StepResult.detail says what happened: passed, wrong_answer, wrong_type, timeout, memory_limit, crashed,
 # no_result, import_error, rejected_input, not_implemented, not_started (infrastructure errors raise instead)
 DETAIL_FOR_LOSS = {"timeout": "timeout", "crashed": "crashed", "unreadable": "no_result"}
+BUDGET_FACTOR = 2.0  # a submission's wall-clock budget for all its steps, in per-step time-outs
 
 
 @functools.lru_cache(maxsize=8)
@@ -175,11 +177,22 @@ def _collect(path: str | Path, *, steps: Iterable[str] | None, secret: str | Non
     units = [(u.module, u.label, u.source) for u in sub.units]
     requests = prepared_requests(resolve_secret(secret))
     todo = list(step_list)
+    # one wall-clock budget for all steps and restarts (counted from the first import): a submission whose
+    # every step hangs costs about two time-outs, not one per step plus a re-import each
+    budget = float((config or {}).get("budget") or BUDGET_FACTOR * timeout)
+    deadline: float | None = None
     while todo:  # one worker per pass; a step that kills it is recorded and the next pass starts after it
+        if deadline is not None and deadline - time.monotonic() <= 0:
+            msg = _("not run: this submission used up its time budget ({budget:g} s for all steps)").format(
+                budget=budget)
+            for s in todo:
+                col.results[s.id] = _blank(s, "error", "timeout", msg, lang)
+            break
         worker = Worker(units, config or {})
         try:
             try:
-                hello = worker.hello(LOAD_TIMEOUT)
+                left = LOAD_TIMEOUT if deadline is None else min(LOAD_TIMEOUT, deadline - time.monotonic())
+                hello = worker.hello(left)
                 names, errors = dict(hello.get("names") or {}), dict(hello.get("errors") or {})
                 if (config or {}).get("require_strong") and (missing := missing_layers(hello.get("layers"))):
                     raise WeakSandbox(_("this machine's sandbox lacks what grading with a secret needs: {layers} "
@@ -188,9 +201,14 @@ def _collect(path: str | Path, *, steps: Iterable[str] | None, secret: str | Non
             except (WorkerLost, AttributeError, TypeError, ValueError) as exc:
                 reason = DETAIL_FOR_LOSS.get(getattr(exc, "reason", ""), "no_result")
                 msg = _("importing the submission failed: {detail}").format(detail=getattr(exc, "detail", exc))
+                if reason == "timeout" and left < LOAD_TIMEOUT:
+                    msg = _("not finished: this submission used up its time budget ({budget:g} s for all "
+                            "steps)").format(budget=budget)
                 for s in todo:
                     col.results.setdefault(s.id, _blank(s, "error", reason, msg, lang))
                 break
+            if deadline is None:
+                deadline = time.monotonic() + budget
             asked = []
             for step in todo:
                 unit = sub.unit_for(step.file)
@@ -208,13 +226,17 @@ def _collect(path: str | Path, *, steps: Iterable[str] | None, secret: str | Non
                 # reference of steps judged earlier, which must never be readable while they are judged
                 worker.send_all([requests[s.id] for s in phase])  # answers stream back, one per step
                 for i, step in enumerate(phase):
+                    left = deadline - time.monotonic()
                     try:
-                        tensors, doc = worker.receive(timeout)
+                        tensors, doc = worker.receive(max(min(timeout, left), 0.001))
                     except WorkerLost as exc:
                         msg = {"timeout": _("stopped after {timeout:g} s: is there an infinite loop?"),
                                "crashed": _("the worker process died ({detail})"),
                                "unreadable": _("the result could not be read ({detail})")}[exc.reason].format(
                             timeout=timeout, detail=exc.detail)
+                        if exc.reason == "timeout" and left < timeout:
+                            msg = _("not finished: this submission used up its time budget ({budget:g} s for all "
+                                    "steps)").format(budget=budget)
                         col.results[step.id] = _blank(step, "error", DETAIL_FOR_LOSS[exc.reason], msg, lang)
                         todo = phase[i + 1:] + [s for later in phases[p + 1:] for s in later]
                         break

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import io
 import os
 import resource
 import signal
@@ -21,6 +22,8 @@ DEFAULT_LIMITS: dict[str, Any] = {
     "file_bytes": 16 * 1024**2,
     "open_files": 256,
     "processes": 32,  # a fork bomb stops here (enforced once the worker is not root)
+    "disk_bytes": 64 * 1024**2,  # its private tmpfs: everything it can write, log included
+    "output_bytes": 1024**2,  # what its prints may fill in the log; the rest is dropped, never an error
 }
 NOBODY = 65534
 
@@ -76,8 +79,12 @@ def confine(config: dict[str, Any]) -> None:
     as what this process can observe of itself afterwards, never as what a step meant to do."""
     limits = {**DEFAULT_LIMITS, **config.get("limits", {})}
     skip = set(config.get("skip_layers") or ())  # fault injection for the tests: which layers to leave off
-    os.setsid()  # own process group: the grader kills the whole group on timeout
+    os.setsid()  # own process group
     workdir = config["workdir"]  # made (and later removed) by the grader
+    is_root = os.geteuid() == 0
+    # a size-capped tmpfs of its own over the work dir, in a mount namespace of its own: what it writes cannot
+    # fill the shared disk, and vanishes with it (an immutable file included)
+    tmpfs = is_root and "tmpfs" not in skip and _private_tmpfs(workdir, int(limits["disk_bytes"]))
     os.chdir(workdir)
     # nothing the learner prints reaches the grader's stdout (and so never a --format json stream)
     log = os.open(os.path.join(workdir, "output.log"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -87,11 +94,10 @@ def confine(config: dict[str, Any]) -> None:
     os.dup2(log, 2)
     os.close(log)
     os.close(devnull)
-    sys.stdout = open(1, "w", buffering=1, closefd=False)  # noqa: SIM115 - lives as long as the process
-    sys.stderr = open(2, "w", buffering=1, closefd=False)  # noqa: SIM115
+    out = CappedOutput(1, int(limits["output_bytes"]))
+    sys.stdout = sys.stderr = out
     os.environ.clear()
     os.environ.update(WORKER_ENV | {"HOME": workdir, "TMPDIR": workdir})
-    is_root = os.geteuid() == 0
     network = is_root and "network" not in skip and _new_netns()
     cgroup = is_root and "cgroup" not in skip and _pids_cgroup(int(limits["processes"]), int(config.get("pid", -1)))
     ruleset, promised = (-1, dict(landlock.NONE)) if "landlock" in skip else landlock.prepare(
@@ -123,11 +129,55 @@ def confine(config: dict[str, Any]) -> None:
         "network_namespace": network,
         "pids_cgroup": cgroup,
         "no_capabilities": caps,
+        "private_tmpfs": tmpfs,
         "seccomp_no_sockets": no_sockets,
         "landlock_filesystem": enforced["filesystem"],
         "landlock_no_tcp": enforced["tcp"],
         "landlock_signal_scope": enforced["signals"],
     })
+
+
+class CappedOutput(io.TextIOBase):
+    """sys.stdout and sys.stderr of a worker: the first `cap` bytes go to its log, the rest is counted and
+    dropped, so a learner's prints never become an error (a full disk, a file-size limit)."""
+
+    def __init__(self, fd: int, cap: int):
+        self._fd, self._left, self.dropped = fd, cap, 0
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, s: str) -> int:
+        data = str(s).encode("utf-8", "replace")
+        keep = data[:max(self._left, 0)]
+        if keep:
+            try:
+                os.write(self._fd, keep)
+                self._left -= len(keep)
+            except OSError:
+                self._left = 0
+        self.dropped += len(data) - len(keep)
+        return len(s)
+
+    def fileno(self) -> int:
+        return self._fd
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return "utf-8"
+
+
+CLONE_NEWNS, MS_REC, MS_PRIVATE, MS_NOSUID, MS_NODEV = 0x00020000, 1 << 14, 1 << 18, 2, 4
+
+
+def _private_tmpfs(workdir: str, size: int) -> bool:
+    libc = landlock.libc
+    if libc.unshare(CLONE_NEWNS) != 0:
+        return False
+    if libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) != 0:  # nothing we mount leaks out
+        return False
+    opts = f"size={size},mode=0700,nr_inodes=4096".encode()
+    return libc.mount(b"tmpfs", workdir.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, opts) == 0
 
 
 WORKER_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1", "ATTN_KATA_WORKER": "1"}

@@ -33,6 +33,7 @@ REQUIRED_LAYERS: dict[str, tuple[str, ...]] = {
     "no capabilities": ("no_capabilities", "unprivileged_user"),
     "cannot signal other processes": ("pid_namespace", "landlock_signal_scope", "unprivileged_user"),
     "no new sockets (seccomp)": ("seccomp_no_sockets",),
+    "disk use capped (private tmpfs)": ("private_tmpfs",),
 }
 
 
@@ -64,6 +65,12 @@ class Worker:
                     raise InfrastructureError(f"could not start a worker: {exc}") from None
         finally:
             child.close()
+        # a handle on this very process: a signal through it can never reach another process that was given
+        # the same pid after the zygote reaped ours (the worker waits for its set-up, so it is alive here)
+        try:
+            self.pidfd: int | None = os.pidfd_open(self.pid)
+        except (OSError, AttributeError):
+            self.pidfd = None
         self.alive = True
         self.workdir = tempfile.mkdtemp(prefix="attn-kata-worker-")
         setup = {"units": units, "config": {**config, "workdir": self.workdir, "pid": self.pid}}
@@ -117,11 +124,15 @@ class Worker:
         return self._receive(timeout)
 
     def kill(self) -> None:
-        """SIGKILL the worker's whole process group (it called setsid), then the worker itself."""
+        """SIGKILL the worker through its pidfd. It is PID 1 of its own PID namespace, so everything it started
+        dies with it; where there are no PID namespaces, its pids cgroup and the zygote (a subreaper) kill
+        what is left. Never by a bare pid, which the zygote may have reaped and the system given away."""
         self.alive = False
-        for target in (lambda: os.killpg(self.pid, signal.SIGKILL), lambda: os.kill(self.pid, signal.SIGKILL)):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                target()
+        if self.pidfd is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError, OSError):
+                signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+            os.close(self.pidfd)
+            self.pidfd = None
         self.sock.close()
         shutil.rmtree(self.workdir, ignore_errors=True)
 

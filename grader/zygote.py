@@ -133,9 +133,10 @@ def serve(primary: socket.socket) -> None:
         c.sock.close()
 
     def shut_down() -> None:
-        for pid in workers | stale_groups:
+        for pid in workers:  # not reaped yet, so these pids are still theirs
             with contextlib.suppress(OSError):
-                os.killpg(pid, signal.SIGKILL)
+                os.kill(pid, signal.SIGKILL)
+        for pid in workers | stale_groups:  # by cgroup membership, never by a pid that may be reused
             sandbox.remove_cgroup(pid)
         _reap_all(graders)
         os._exit(0)
@@ -162,7 +163,7 @@ def serve(primary: socket.socket) -> None:
                 os._exit(0)
         if new_ns and landlock.libc.setns(pidns, CLONE_NEWPID) != 0:
             # every later child would land in that worker's namespace: start over instead
-            os.killpg(pid, signal.SIGKILL)
+            os.kill(pid, signal.SIGKILL)  # our child, not reaped: still ours
             shut_down()
         if control is not None:
             control[1].close()

@@ -40,6 +40,7 @@ def test_every_claimed_layer_is_verified_by_an_attack(rows: list[tuple[str, bool
                     "other processes invisible (PID namespace, /proc hidden)"}),
     (["capabilities"], {"no capabilities"}),
     (["seccomp"], {"no grader socket is reachable"}),
+    (["tmpfs"], {"disk use capped (private tmpfs)"}),
     (["landlock", "capabilities"], {"the secret is unreachable", "kata files unreadable (Landlock)"}),
 ])
 def test_a_layer_left_off_is_reported_missing(skip: list[str], lost: set[str]) -> None:

@@ -360,6 +360,27 @@ CASES: dict[str, tuple[str, str, str | None]] = {
                     pass
             raise NotImplementedError
         """), "not_started", None),
+    "disk_filler": (attack("""
+        import os, torch
+        def attention_scores(inputs, query):
+            i = 0
+            try:
+                while i < 2000:
+                    with open(f"fill{i}", "wb") as f:
+                        f.write(bytes(8 << 20))
+                    i += 1
+            except OSError:
+                pass
+            return inputs @ query
+        """), "passed", None),
+    "prints_20_mb_at_import": (attack("""
+        import torch
+        for _ in range(20):
+            print("x" * (1 << 20))
+        def attention_scores(inputs, query):
+            print("y" * (1 << 20))
+            return inputs @ query
+        """), "passed", None),
     "chattr_immutable_in_workdir": (attack("""
         import fcntl, os, struct, torch
         def attention_scores(inputs, query):
@@ -395,7 +416,7 @@ TWIN: dict[str, str | None] = {
     "close_every_fd": "zero", "secret_hunting_by_value": "full",
     "reference_from_sys_modules_gc_importlib": "zero", "reference_from_linecache_inspect": "zero",
     "reference_from_own_memory": "zero", "read_ahead_on_the_channel": "zero",
-    "chattr_immutable_in_workdir": "full",
+    "chattr_immutable_in_workdir": "full", "disk_filler": "full", "prints_20_mb_at_import": "full",
 }
 SECRETS = ("not-for-students", "in-the-graders-environment")
 TIMEOUT = 8.0  # per step: the infinite loops cost this much each; generous for a loaded 2-core machine
