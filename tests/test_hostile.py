@@ -8,6 +8,7 @@ import contextlib
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -679,3 +680,38 @@ def test_step_details_say_what_happened(reports: dict[str, dict]) -> None:
     assert detail["monkeypatch_allclose"] == "wrong_answer"
     assert detail["garbage_on_the_channel"] == "no_result"
     assert detail["daemon_outlives_step"] == "passed"
+
+
+def test_killing_a_finished_worker_never_hits_the_process_that_reused_its_pid() -> None:
+    """The worker exits and the zygote reaps it; the pid goes to another process (forced here through
+    ns_last_pid); the grader's kill of the old worker must not reach the newcomer."""
+    from grader.session import Worker
+    from grader.zygote import zygote
+
+    w = Worker([("idle", "idle.py", GOOD)], {})
+    w.hello(60)
+    pid = w.pid
+    w.sock.shutdown(socket.SHUT_WR)  # end of its requests: the worker exits by itself
+    deadline = time.monotonic() + 60
+    while zygote().status(pid) == "none" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    newcomer = None
+    for _ in range(50):  # another process may take the pid first: try again
+        try:
+            Path("/proc/sys/kernel/ns_last_pid").write_text(str(pid - 1))
+        except OSError:
+            pytest.skip("this kernel does not let us choose the next pid (needs root)")
+        proc = subprocess.Popen(["sleep", "60"])
+        if proc.pid == pid:
+            newcomer = proc
+            break
+        proc.kill()
+        proc.wait()
+    assert newcomer is not None, "could not make a process reuse the worker's pid"
+    try:
+        w.kill()
+        time.sleep(0.2)
+        assert newcomer.poll() is None, "the grader killed the process that reused the worker's pid"
+    finally:
+        newcomer.kill()
+        newcomer.wait()
