@@ -1,0 +1,541 @@
+"""Red-team regressions: submissions that attack the grader from inside a worker, run through the real grader
+(engine.grade, or the CLI in a subprocess). Each asserts what the attacked step deserves, that honest steps and
+honest classmates keep full marks, that the secret never appears in any output, and that nothing this test started
+is left behind. Attacks that currently succeed are marked xfail(strict=True): the gap is recorded, and the test
+turns red the day the gap is closed, so that its marker is removed."""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import platform
+import re
+import secrets
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from grader import engine
+
+ROOT = Path(__file__).resolve().parent.parent
+SOLUTIONS = ROOT / "solutions"
+GOOD = (SOLUTIONS / "causal_mask.py").read_text()  # every attack file also carries a correct step 7
+SECRET = "s3cr3t-XYZ-" + secrets.token_hex(6)
+
+# the worker's channel, found without gc (a stale socket object inherited from the zygote has a closed fd),
+# and a raw message written on it: a length-prefixed safetensors blob whose metadata is `doc_text`
+CHANNEL = '''
+import json as _json, os as _os, stat as _stat, struct as _struct
+
+def _channel_fd():
+    for fd in range(3, 256):
+        try:
+            if _stat.S_ISSOCK(_os.fstat(fd).st_mode):
+                return fd
+        except OSError:
+            pass
+    return -1
+
+def _send_raw(doc_text):
+    head = _json.dumps({"__metadata__": {"kata": doc_text}}).encode()
+    head += b" " * (-len(head) % 8)
+    payload = _struct.pack("<Q", len(head)) + head
+    data = _struct.pack(">Q", len(payload)) + payload
+    fd = _channel_fd()
+    while data:
+        data = data[_os.write(fd, data):]
+'''
+
+
+def honest_source(tag: str = "") -> str:
+    """The reference of every step as one learner file (the wrapper's import of CausalAttention dropped)."""
+    parts = []
+    for f in sorted(SOLUTIONS.glob("*.py")):
+        text = f.read_text()
+        parts.append("\n".join(ln for ln in text.splitlines() if not re.match(r"from \w+ import", ln)))
+    return f"# {tag}\n" + "\n\n".join(parts) + "\n"
+
+
+def cli(*args: str, timeout: float = 180) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "ATTN_KATA_SECRET"}
+    return subprocess.run([sys.executable, "-m", "grader", *args], capture_output=True, text=True, timeout=timeout,
+                          cwd=ROOT, env=env)
+
+
+def cli_grade(path: Path, *steps: str) -> tuple[subprocess.CompletedProcess, dict | None]:
+    args = ["grade", str(path), "--format", "json", "--secret", SECRET]
+    for s in steps:
+        args += ["--step", s]
+    proc = cli(*args)
+    assert SECRET not in proc.stdout and SECRET not in proc.stderr
+    try:
+        doc = json.loads(proc.stdout)
+    except ValueError:
+        doc = None
+    return proc, doc
+
+
+def steps_of(doc: dict) -> dict[str, dict]:
+    return {s["id"]: s for s in doc["steps"]}
+
+
+def descendants(root: int | None = None) -> dict[int, str]:
+    """pid -> name of every process below `root` (default: this test process), by /proc ppid chains."""
+    root = os.getpid() if root is None else root
+    parent: dict[int, int] = {}
+    names: dict[int, str] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                line = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            names[int(entry)] = line[line.index("(") + 1:line.rindex(")")]
+            parent[int(entry)] = int(line.rsplit(")", 1)[1].split()[1])
+    found = {}
+    for pid in parent:
+        p = parent.get(pid, 0)
+        while p > 1:
+            if p == root:
+                found[pid] = names[pid]
+                break
+            p = parent.get(p, 0)
+    return found
+
+
+def assert_nothing_left_running() -> None:
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        left = {pid: n for pid, n in descendants().items() if n != "attn-zygote"}
+        if not left:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"left running: {left}")
+
+
+# ---------------------------------------------------------------- the channel: messages the grader must survive
+
+
+def test_deeply_nested_json_on_the_channel_costs_one_step(tmp_path: Path) -> None:
+    p = tmp_path / "deepjson.py"
+    p.write_text(CHANNEL + GOOD + textwrap.dedent("""
+        def attention_scores(inputs, query):
+            _send_raw("[" * 200000 + "]" * 200000)
+            _os._exit(0)
+        """))
+    proc, doc = cli_grade(p, "dot_scores", "causal_mask")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert doc is not None
+    steps = steps_of(doc)
+    assert steps["dot_scores"]["score"] == 0 and steps["dot_scores"]["status"] == "error"
+    assert steps["causal_mask"]["status"] == "passed"
+    assert_nothing_left_running()
+
+
+def test_malformed_hello_is_the_submissions_error(tmp_path: Path) -> None:
+    p = tmp_path / "hello.py"
+    # the layers the worker really has (grader.sandbox.LAYERS, filled before any learner code ran), so that only
+    # the malformed `errors` entry is new
+    p.write_text(CHANNEL + textwrap.dedent("""
+        from grader import sandbox as _sandbox
+        _send_raw(_json.dumps({"names": {}, "errors": {"submission": "boom"}, "layers": dict(_sandbox.LAYERS)}))
+        _os._exit(0)
+        """))
+    proc, doc = cli_grade(p)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert doc is not None and doc["score"] == 0
+    assert_nothing_left_running()
+
+
+FORGED_HELLO_NO_LAYERS = CHANNEL + textwrap.dedent("""
+    _send_raw(_json.dumps({"names": {}, "errors": {}}))  # a hello that claims no sandbox layer at all
+    _os._exit(0)
+    """)
+
+
+@pytest.mark.xfail(strict=True, reason="the sandbox layers are self-reported in the hello, after learner code ran: "
+                   "a submission that forges a hello without them makes `grade --secret` refuse (exit 3, no report)")
+def test_forged_hello_without_layers_is_not_an_infrastructure_error(tmp_path: Path) -> None:
+    p = tmp_path / "nolayers.py"
+    p.write_text(FORGED_HELLO_NO_LAYERS)
+    proc, doc = cli_grade(p)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert doc is not None and doc["score"] == 0
+
+
+def _batch(folder: Path, out: Path) -> subprocess.CompletedProcess:
+    proc = cli("batch", str(folder), "--out", str(out), "--secret", SECRET, "--jobs", "2")
+    assert SECRET not in proc.stdout and SECRET not in proc.stderr
+    for f in out.rglob("*"):
+        if f.is_file():
+            assert SECRET.encode() not in f.read_bytes(), f
+    return proc
+
+
+def _gradebook(out: Path) -> dict[str, dict[str, str]]:
+    import csv
+
+    with open(out / "gradebook.csv", newline="") as f:
+        return {row["student"]: row for row in csv.DictReader(f)}
+
+
+@pytest.mark.xfail(strict=True, reason="one student's forged hello (no layers) raises WeakSandbox in its grading "
+                   "process, which stops the whole batch: no classmate is graded, and --resume stops again")
+def test_batch_one_forged_hello_does_not_stop_the_class(tmp_path: Path) -> None:
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    (subs / "alice.py").write_text(honest_source("alice"))
+    (subs / "bob.py").write_text(honest_source("bob"))
+    (subs / "mallory.py").write_text(FORGED_HELLO_NO_LAYERS)
+    proc = _batch(subs, tmp_path / "out")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    book = _gradebook(tmp_path / "out")
+    assert book["alice"]["total"] == book["alice"]["max_score"]
+    assert book["bob"]["total"] == book["bob"]["max_score"]
+    assert book["mallory"]["total"] == "0"
+    assert_nothing_left_running()
+
+
+def test_batch_hostile_classmate_changes_no_other_score(tmp_path: Path) -> None:
+    """Eve hunts the secret (environ, gc containers, every /proc/PID/cmdline and environ she can name), and tries to
+    write into OUT (a fake report for alice, a new file): she earns nothing, alice and bob keep full marks."""
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    subs.mkdir()
+    (subs / "alice.py").write_text(honest_source("alice"))
+    (subs / "bob.py").write_text(honest_source("bob"))
+    reversed_secret = SECRET[::-1]  # the needle is built at run time: the source itself never holds the secret
+    (subs / "eve.py").write_text(GOOD + textwrap.dedent(f"""
+        import gc, os
+        def attention_scores(inputs, query):
+            needle = {reversed_secret!r}[::-1]
+            out = {str(out)!r}
+            for target in (out + "/reports/alice.json", out + "/pwned.txt", out + "/gradebook.csv"):
+                try:
+                    with open(target, "w") as f:
+                        f.write('{{"score": 0}}')
+                except OSError:
+                    pass
+            hits = [k for k, v in os.environ.items() if needle in k or needle in v]
+            for obj in gc.get_objects():
+                items = obj.items() if isinstance(obj, dict) else obj if isinstance(obj, (list, tuple)) else ()
+                try:
+                    for x in items:
+                        for y in (x if isinstance(x, tuple) else (x,)):
+                            if isinstance(y, (str, bytes)) and y is not needle and needle in (
+                                    y if isinstance(y, str) else y.decode("latin-1")):
+                                hits.append("gc")
+                except Exception:
+                    pass
+            for pid in range(1, 300):
+                for part in ("cmdline", "environ"):
+                    try:
+                        if needle.encode() in open(f"/proc/{{pid}}/{{part}}", "rb").read():
+                            hits.append(part)
+                    except OSError:
+                        pass
+            if not hits:
+                raise RuntimeError("nothing found")
+            return inputs @ query
+        """))
+    proc = _batch(subs, out)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    book = _gradebook(out)
+    assert book["alice"]["total"] == book["alice"]["max_score"] == book["bob"]["total"]
+    assert book["eve"]["dot_scores"] == "0" and book["eve"]["causal_mask"] == "6"
+    eve = json.loads((out / "reports" / "eve.json").read_text())
+    assert steps_of(eve)["dot_scores"]["detail"] == "crashed"
+    assert not (out / "pwned.txt").exists()
+    assert json.loads((out / "reports" / "alice.json").read_text())["score"] == float(book["alice"]["max_score"]) > 0
+    assert_nothing_left_running()
+
+
+# ---------------------------------------------------------------- the reference of a step still being judged
+
+KEY = secrets.randbelow(1 << 30) + (1 << 30)  # this run's System V key / key description: no other run's
+CA_SOURCE_LEN = len((SOLUTIONS / "causal_attention.py").read_bytes())
+_SYS = {"x86_64": (248, 250), "aarch64": (217, 219)}.get(platform.machine(), (-1, -1))  # add_key, keyctl
+
+IPC = f'''
+import ctypes, zlib
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.shmat.restype = ctypes.c_void_p
+_libc.shmat.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_int]
+_libc.syscall.restype = ctypes.c_long
+KEY, ADD_KEY, KEYCTL = {KEY}, {_SYS[0]}, {_SYS[1]}
+DESC = b"attn-kata-redteam-%d" % KEY
+
+def put(how, data):
+    data = zlib.compress(data)
+    if how == "shm":
+        sid = _libc.shmget(KEY, 1 << 16, 0o1666)
+        addr = _libc.shmat(sid, None, 0)
+        blob = len(data).to_bytes(4, "little") + data
+        ctypes.memmove(addr, blob, len(blob))
+    elif how == "msgq":
+        q = _libc.msgget(KEY, 0o1666)
+        buf = ctypes.create_string_buffer(8 + len(data))
+        ctypes.memmove(ctypes.addressof(buf), (1).to_bytes(8, "little") + data, 8 + len(data))
+        _libc.msgsnd(q, buf, len(data), 0o4000)
+    elif how == "keyring":
+        _libc.syscall(ADD_KEY, b"user", DESC, data, len(data), -4)  # the user keyring of the worker's uid
+
+def get(how):
+    if how == "shm":
+        sid = _libc.shmget(KEY, 0, 0)
+        if sid < 0:
+            return None
+        addr = _libc.shmat(sid, None, 0o10000)
+        n = int.from_bytes(ctypes.string_at(addr, 4), "little")
+        return zlib.decompress(ctypes.string_at(addr + 4, n))
+    if how == "msgq":
+        q = _libc.msgget(KEY, 0)
+        if q < 0:
+            return None
+        buf = ctypes.create_string_buffer(8 + 8192)
+        n = _libc.msgrcv(q, buf, 8192, 0, 0o4000)
+        return zlib.decompress(buf.raw[8:8 + n]) if n > 0 else None
+    if how == "keyring":
+        kid = _libc.syscall(KEYCTL, 10, -4, b"user", DESC, 0)  # KEYCTL_SEARCH
+        if kid < 0:
+            return None
+        buf = ctypes.create_string_buffer(1 << 16)
+        n = _libc.syscall(KEYCTL, 11, kid, buf, 1 << 16)  # KEYCTL_READ
+        return zlib.decompress(buf.raw[:n]) if n > 0 else None
+'''
+
+
+def _remove_ipc(how: str) -> None:
+    """Remove what the planter left (this test process is the trusted side, running as the worker's uid or root)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    if how == "shm" and (sid := libc.shmget(KEY, 0, 0)) >= 0:
+        libc.shmctl(sid, 0, None)  # IPC_RMID
+    if how == "msgq" and (q := libc.msgget(KEY, 0)) >= 0:
+        libc.msgctl(q, 0, None)
+    if how == "keyring" and _SYS[1] > 0:
+        kid = libc.syscall(_SYS[1], 10, -4, b"user", b"attn-kata-redteam-%d" % KEY, 0)
+        if kid >= 0:
+            libc.syscall(_SYS[1], 9, kid, -4)  # KEYCTL_UNLINK
+
+
+@pytest.mark.xfail(strict=True, reason="workers share the host's IPC namespace and root's user keyring (they stay "
+                   "uid 0 where Python lives under /root): a wrapper submission copies the reference CausalAttention "
+                   "(linecache, phase 2) into System V shm / a message queue / a key, where it outlives the worker; a "
+                   "later worker (a classmate, a regrade) reads it and passes causal_attention without writing it")
+@pytest.mark.parametrize("how", ["shm", "msgq", "keyring"])
+def test_reference_cannot_reach_a_later_worker_through_ipc(tmp_path: Path, how: str) -> None:
+    if how == "keyring" and _SYS[0] < 0:
+        pytest.skip("no add_key syscall number for this machine")
+    planter, consumer = tmp_path / "planter.py", tmp_path / "consumer.py"
+    planter.write_text(IPC + textwrap.dedent(f"""
+        import linecache, torch, torch.nn as nn
+        class MultiHeadAttentionWrapper(nn.Module):  # honest, but it takes a copy of what phase 2 brought
+            def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
+                super().__init__()
+                for key, entry in list(linecache.cache.items()):
+                    if "causal_attention" in str(key) and len(entry) > 2:
+                        put({how!r}, "".join(entry[2]).encode())
+                self.heads = nn.ModuleList([CausalAttention(d_in, d_out, context_length, dropout, qkv_bias)
+                                            for _ in range(num_heads)])
+            def forward(self, x):
+                return torch.cat([h(x) for h in self.heads], dim=-1)
+        """))
+    consumer.write_text(IPC + textwrap.dedent(f"""
+        _stolen = get({how!r})
+        if _stolen:
+            exec(compile(_stolen.decode(), "stolen", "exec"))
+        else:
+            class CausalAttention:
+                def __init__(self, *args, **kwargs):
+                    raise RuntimeError("not written")
+        """))
+    try:
+        planted = engine.grade(planter, steps=["multihead_wrapper"], secret=SECRET)
+        assert planted.steps[0].status == "passed"
+        got = engine.grade(consumer, steps=["causal_attention"], secret=SECRET)
+        step = got.steps[0]
+        assert (step.status, step.score) == ("error", 0.0), (step.status, step.score)
+    finally:
+        _remove_ipc(how)
+    assert_nothing_left_running()
+
+
+@pytest.mark.xfail(strict=True, reason="ingest.read_submission follows symlinks in a submitted folder (batch discovery "
+                   "rejects them, `grade DIR` and Gradescope do not): a step file linked to solutions/ passes, and a "
+                   "link to any file the grader can read (a key, Gradescope's secret.txt) is quoted in the report")
+def test_symlinked_files_in_a_submitted_folder_are_not_followed(tmp_path: Path) -> None:
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "causal_attention.py").symlink_to(SOLUTIONS / "causal_attention.py")
+    private = tmp_path / "private.txt"
+    private.write_text(f"normalize_by_sum = 1\nthe key is {SECRET} here\n")
+    (sub / "softmax.py").symlink_to(private)
+    (sub / "causal_mask.py").write_text(GOOD)
+    args = ["grade", str(sub), "--format", "json", "--secret", SECRET]
+    proc = cli(*args)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert SECRET not in proc.stdout + proc.stderr
+    steps = steps_of(json.loads(proc.stdout))
+    assert steps["causal_attention"]["score"] == 0
+    assert steps["causal_mask"]["status"] == "passed"
+
+
+# ---------------------------------------------------------------- facts a worker reports about itself
+
+MODULE_CA = textwrap.dedent("""
+    import torch, torch.nn as nn
+
+    class CausalAttention(nn.Module):
+        def __init__(self, d_in, d_out, context_length, dropout, qkv_bias=False):
+            super().__init__()
+            self.d_out = d_out
+            self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+            self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
+            self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
+            self.dropout = nn.Dropout(dropout)
+            self.mask = torch.triu(torch.ones(context_length, context_length), diagonal=1)  # not a buffer
+        def forward(self, x):
+            b, num_tokens, d_in = x.shape
+            keys, queries, values = self.W_key(x), self.W_query(x), self.W_value(x)
+            attn_scores = queries @ keys.transpose(1, 2)
+            attn_scores.masked_fill_(self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)
+            attn_weights = self.dropout(torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1))
+            return attn_weights @ values
+    """)
+FORGE = textwrap.dedent("""
+    import grader.probes as _probes  # already in the worker's sys.modules: no file access needed
+    _real = _probes._structure
+    def _forged(module):
+        s = _real(module)
+        if isinstance(getattr(module, "mask", None), torch.Tensor):
+            s["buffers"] = {**s["buffers"], "mask": [list(module.mask.shape), str(module.mask.dtype)]}
+        return s
+    _probes._structure = _forged
+    """)
+
+
+@pytest.mark.xfail(strict=True, reason="structure facts (buffers, heads, parameters) are produced by grader.probes "
+                   "inside the worker, which the learner's code can patch: a mask kept as a plain attribute earns the "
+                   "'registered buffer' point by claiming it")
+def test_forged_structure_facts_earn_nothing(tmp_path: Path) -> None:
+    twin, forged = tmp_path / "twin.py", tmp_path / "forged.py"
+    twin.write_text(MODULE_CA)
+    forged.write_text(MODULE_CA + FORGE)
+    want = engine.grade(twin, steps=["causal_attention"]).steps[0]
+    got = engine.grade(forged, steps=["causal_attention"]).steps[0]
+    assert want.status == "partial"
+    assert got.score == want.score, (got.score, want.score)
+
+
+def test_loops_moved_into_helpers_or_lambdas_are_still_loops(tmp_path: Path) -> None:
+    p = tmp_path / "loops.py"
+    p.write_text(textwrap.dedent("""
+        import torch
+        def _rows(inputs):
+            return torch.stack([inputs @ q for q in inputs])
+        def _context(attn_weights, inputs):
+            out = torch.zeros(attn_weights.shape[0], inputs.shape[1])
+            for i in range(attn_weights.shape[0]):
+                out[i] = attn_weights[i] @ inputs
+            return out
+        def all_attention_scores(inputs):
+            return _rows(inputs)
+        all_attention_weights = lambda attn_scores: torch.stack([torch.softmax(r, dim=0) for r in attn_scores])
+        def all_context_vectors(attn_weights, inputs):
+            return _context(attn_weights, inputs)
+        """))
+    step = engine.grade(p, steps=["all_tokens"]).steps[0]
+    loops = next(c for c in step.checks if "loop" in c.name.lower())
+    assert not loops.passed
+    assert step.score == step.max_score - 1
+
+
+# ---------------------------------------------------------------- limits and what a worker leaves behind
+
+
+@pytest.mark.xfail(strict=True, reason="memory_bytes is an RLIMIT_AS per process, not per worker: with the pids "
+                   "limit (32) a worker's process tree may hold ~32x its memory limit (no memory cgroup)")
+def test_memory_limit_holds_for_the_workers_process_tree(tmp_path: Path) -> None:
+    p = tmp_path / "memtree.py"
+    p.write_text(GOOD + textwrap.dedent("""
+        import os, time, torch
+        N, MB = 4, 48
+        def attention_scores(inputs, query):
+            r, w = os.pipe()
+            kids = []
+            for _ in range(N):
+                pid = os.fork()
+                if pid == 0:
+                    try:
+                        block = bytearray(MB << 20)
+                        for i in range(0, len(block), 4096):
+                            block[i] = 1
+                        os.write(w, b"1")
+                        time.sleep(3)
+                    finally:
+                        os._exit(0)
+                kids.append(pid)
+            os.close(w)
+            got, deadline = b"", time.time() + 5
+            while len(got) < N and time.time() < deadline:
+                chunk = os.read(r, N)
+                if not chunk:
+                    break
+                got += chunk
+            for pid in kids:
+                os.kill(pid, 9)
+                os.waitpid(pid, 0)
+            if len(got) * MB <= 64:
+                raise MemoryError("the tree was held to its limit")
+            return inputs @ query  # the right answer only when the tree held 4 x 48 MB under a 64 MB limit
+        """))
+    report = engine.grade(p, steps=["dot_scores", "causal_mask"], config={"limits": {"memory_bytes": 64 << 20}})
+    steps = {s.id: s for s in report.steps}
+    assert steps["causal_mask"].status == "passed"
+    assert steps["dot_scores"].score == 0, steps["dot_scores"]
+    assert_nothing_left_running()
+
+
+def _dirs_with(marker: str) -> list[Path]:
+    import tempfile
+
+    found = []
+    for d in Path(tempfile.gettempdir()).glob("attn-kata-worker-*"):
+        try:
+            if (d / marker).exists():
+                found.append(d)
+        except OSError:
+            pass
+    return found
+
+
+def test_a_deep_tree_in_the_workdir_is_removed_without_crashing(tmp_path: Path) -> None:
+    marker = "redteam-" + secrets.token_hex(6)
+    p = tmp_path / "deepdir.py"
+    p.write_text(GOOD + textwrap.dedent(f"""
+        import os, torch
+        def attention_scores(inputs, query):
+            if not os.path.exists({marker!r}):  # once per worker: the step calls this many times
+                os.mkdir({marker!r})  # the chain's root: it outlives a removal that gives up part-way
+                fd = os.open({marker!r}, os.O_RDONLY)
+                for _ in range(3000):
+                    os.mkdir("d", dir_fd=fd)
+                    nfd = os.open("d", os.O_RDONLY, dir_fd=fd)
+                    os.close(fd)
+                    fd = nfd
+                os.close(fd)
+            return inputs @ query
+        """))
+    try:
+        report = engine.grade(p, steps=["dot_scores", "causal_mask"])
+        assert {s.id: s.status for s in report.steps} == {"dot_scores": "passed", "causal_mask": "passed"}
+        assert _dirs_with(marker) == []
+    finally:
+        for d in _dirs_with(marker):
+            subprocess.run(["rm", "-rf", "--one-file-system", str(d)], check=False)
+    assert_nothing_left_running()
