@@ -36,6 +36,19 @@ MAX_STEP_ELEMENTS = 16_000_000
 TENSOR_DTYPES = frozenset({torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.int32,
                            torch.int16, torch.int8, torch.uint8, torch.bool})
 
+# the facts the probes report (grader.probes) and the checks read, by type: a dict of fixed fields, {"map": T}
+# (a dict of any keys to T), [T] (a list of T), ("tuple", T1, T2) (a list of exactly these), ("nullable", T),
+# or a scalar type; facts not named here need only be bounded plain JSON
+_SHAPE = [int]
+FACT_TYPES: dict[str, Any] = {
+    "structure": {"params": {"map": _SHAPE}, "buffers": {"map": ("tuple", _SHAPE, str)}, "children": {"map": str},
+                  "attrs": {"map": int}, "heads": ("nullable", [str]), "heads_type": str, "n_unique_params": int},
+    "grads": {"map": bool},
+    "inputs_modified": bool,
+    "requires_grad": bool,
+    "v1_param_types": {"map": str},
+}
+
 HELLO_KEYS = frozenset({"names", "errors", "layers", "cpu"})
 ERROR_KEYS = frozenset({"exception", "message", "where", "cells"})
 WHERE_KEYS = frozenset({"file", "line", "code"})
@@ -136,6 +149,38 @@ def _facts(v: Any, where: str) -> dict[str, Any]:
     return top
 
 
+def _typed(v: Any, schema: Any, where: str) -> None:
+    """`v` is of the FACT_TYPES type `schema` (recursion as deep as the schema, never as the data)."""
+    if schema is int:
+        if type(v) not in (int, bool):
+            raise Malformed(where, f"expected an integer, got {type(v).__name__}")
+    elif schema in (str, bool):
+        if type(v) is not schema:
+            raise Malformed(where, f"expected {schema.__name__}, got {type(v).__name__}")
+    elif type(schema) is list:
+        if type(v) is not list:
+            raise Malformed(where, f"expected a list, got {type(v).__name__}")
+        for i, item in enumerate(v):
+            _typed(item, schema[0], f"{where}[{i}]")
+    elif type(schema) is tuple and schema[0] == "nullable":
+        if v is not None:
+            _typed(v, schema[1], where)
+    elif type(schema) is tuple:  # ("tuple", T1, T2, ...)
+        if type(v) is not list or len(v) != len(schema) - 1:
+            raise Malformed(where, f"expected a list of {len(schema) - 1} values")
+        for i, (item, t) in enumerate(zip(v, schema[1:], strict=True)):
+            _typed(item, t, f"{where}[{i}]")
+    elif "map" in schema:
+        if type(v) is not dict:
+            raise Malformed(where, f"expected an object, got {type(v).__name__}")
+        for k, item in v.items():
+            _typed(item, schema["map"], f"{where}[{_key(k)}]")
+    else:  # fixed fields
+        _dict(v, where, keys=frozenset(schema), required=schema)
+        for k, t in schema.items():
+            _typed(v[k], t, f"{where}.{k}")
+
+
 def validate_hello(doc: Any) -> tuple[dict[str, str], dict[str, dict[str, Any]]]:
     """The worker's hello, after it loaded the submission: {"names": {public name: kind}, "errors": {module:
     {"exception", "message", "where", "cells"?}}, "layers": {layer: bool}, "cpu": {phase: seconds}}.
@@ -170,11 +215,14 @@ def validate_hello(doc: Any) -> tuple[dict[str, str], dict[str, dict[str, Any]]]
 def _entry(v: Any, where: str) -> dict[str, Any]:
     """One case of an answer, checked field by field; a fresh dict of the fields present."""
     e = _dict(v, where, keys=CASE_KEYS, required=("status",))
-    if e["status"] not in STATUSES:
+    if type(e["status"]) is not str or e["status"] not in STATUSES:
         raise Malformed(f"{where}.status", f"not one of {', '.join(sorted(STATUSES))}")
     out: dict[str, Any] = {"status": e["status"]}
     if "facts" in e:
         out["facts"] = _facts(e["facts"], f"{where}.facts")
+        for k, t in FACT_TYPES.items():
+            if k in out["facts"]:
+                _typed(out["facts"][k], t, f"{where}.facts.{k}")
     for k, limit in (("message", MAX_TEXT), ("msgid", MAX_TEXT), ("exception", MAX_NAME)):
         if k in e:
             out[k] = _str(e[k], f"{where}.{k}", limit)
@@ -232,7 +280,7 @@ def validate_answer(doc: Any, tensors: Mapping[str, Any], asked: Collection[str]
         case, sep, key = name.partition("/") if type(name) is str else ("", "", "")
         if not sep or case not in asked or not key or len(key) > MAX_NAME:
             raise Malformed("tensors", f"{_key(name)} is not <case>/<key> for a case that was asked for")
-        problem = _tensor_problem(t)
+        problem = "named like a fact" if key in FACT_TYPES else _tensor_problem(t)
         if problem:
             bad.setdefault(case, Malformed(f"tensor {_key(name)}", problem))
             continue
