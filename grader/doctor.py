@@ -5,6 +5,7 @@ a row whose attack finds nothing even there is reported "unverified", never "act
 
 from __future__ import annotations
 
+import ctypes
 import os
 import shutil
 import socket
@@ -131,6 +132,44 @@ def attention_scores(inputs, query):
         for i in range(100):
             with open("filler%d" % i, "wb") as f:
                 f.write(bytes(1 << 20))
+    def share_ipc():
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        shared = libc.shmget({shm_key}, 0, 0) >= 0  # the grader's own segment, found by its key
+        key = libc.syscall(248 if os.uname().machine == "x86_64" else 217, b"user", b"attn-kata-doctor", b"x",
+                           1, -4)  # add_key to the user keyring (shared by every process of this uid)
+        return shared or key >= 0 or False
+    def hold_memory_in_children():
+        pids, got = [], 0
+        r, w = os.pipe()
+        for _ in range(5):
+            pid = os.fork()
+            if pid == 0:
+                block = bytearray(400 << 20)
+                block[::4096] = b"x" * len(block[::4096])
+                os.write(w, b"1")
+                import time
+                time.sleep(30)
+                os._exit(0)
+            pids.append(pid)
+        os.close(w)
+        import select, time
+        deadline = time.monotonic() + 20
+        while got < 5 and time.monotonic() < deadline:
+            if select.select([r], [], [], 0.2)[0]:
+                data = os.read(r, 16)
+                if not data:
+                    break
+                got += len(data)
+            if all(os.waitpid(p, os.WNOHANG)[0] for p in pids if p):
+                break
+        for pid in pids:
+            try:
+                os.kill(pid, 9)
+                os.waitpid(pid, 0)
+            except OSError:
+                pass
+        return got == 5 or False
     def chown_own_file():
         open("mine.txt", "w").close()
         os.chown("mine.txt", 4242, 4242)
@@ -184,6 +223,8 @@ def attention_scores(inputs, query):
         blocked(find_secret),
         blocked(reach_grader_socket),
         blocked(fill_disk),
+        blocked(share_ipc),
+        blocked(hold_memory_in_children),
         float(os.getsid(0) == os.getpid()),
         float(os.stat(".").st_uid == os.geteuid() and not os.stat(".").st_mode & 0o077),
         float(set(os.environ) <= {{"PATH", "LANG", "OMP_NUM_THREADS", "ATTN_KATA_WORKER", "HOME", "TMPDIR"}}),
@@ -233,6 +274,10 @@ LAYERS = (
           "use an inherited socket; connect to a grader's Unix socket by path and in the abstract namespace", True),
     Layer("disk use capped (private tmpfs)", ("private_tmpfs",),
           "write 100 files of 1 MiB (each under the file-size limit)", True),
+    Layer("nothing shared with other workers (IPC namespace, no keyrings)", ("ipc_namespace",),
+          "create System V shared memory and a key in the user keyring", True),
+    Layer("memory capped for the whole process tree (memory cgroup)", ("memory_cgroup",),
+          "hold 5 × 400 MiB in forked children"),
     Layer("session", ("session",), "read its session id"),
     Layer("private dir", ("private_dir",), "stat its working folder (owner, mode)"),
     Layer("clean env", ("clean_env",), "read its environment"),
@@ -276,6 +321,9 @@ def diagnose(secret: str | None = None, config: dict[str, Any] | None = None) ->
     unix = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     unix.bind(abstract)
     unix.listen(1)
+    libc = ctypes.CDLL(None, use_errno=True)
+    shm_key = int.from_bytes(os.urandom(3), "big") | 0x40000000
+    shm = libc.shmget(shm_key, 4096, 0o1600)  # IPC_CREAT: a segment a worker must not be able to find
     outside_dir = tempfile.mkdtemp(prefix="attn-kata-doctor-")
     os.chmod(outside_dir, 0o777)
     outside = os.path.join(outside_dir, "escaped.txt")
@@ -287,10 +335,11 @@ def diagnose(secret: str | None = None, config: dict[str, Any] | None = None) ->
     src = PROBE.format(hunt=HUNT, ref_names=tuple(reference.namespace()), ref_needles=needles,
                        secret_needle=list(held[0]), port=listener.getsockname()[1],
                        kata_file=str(reference.solutions_dir() / "dot_scores.py"), outside=outside,
-                       grader_pid=os.getpid(), abstract=abstract, pathname=pathname)
+                       grader_pid=os.getpid(), abstract=abstract, pathname=pathname, shm_key=shm_key)
     worker = Worker([("doctor", "doctor.py", textwrap.dedent(src))], config or {})
     try:
-        layers = worker.hello(60).get("layers") or {}
+        layers = worker.confined(60)
+        worker.hello(60)
         case = Case("call", {"inputs": torch.zeros(1, 1), "query": torch.zeros(1)},
                     {"fn": "attention_scores", "args": ["inputs", "query"], "consts": [], "grad": False,
                      "repeat": 1})
@@ -301,6 +350,8 @@ def diagnose(secret: str | None = None, config: dict[str, Any] | None = None) ->
         listener.close()
         unix.close()
         by_path.close()
+        if shm >= 0:
+            libc.shmctl(shm, 0, None)  # IPC_RMID
     escaped = os.path.exists(outside)
     shutil.rmtree(outside_dir, ignore_errors=True)
     potent_ref, potent_secret = _control(needles, held[0])

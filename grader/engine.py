@@ -192,13 +192,13 @@ def _collect(path: str | Path, *, steps: Iterable[str] | None, secret: str | Non
         try:
             try:
                 left = LOAD_TIMEOUT if deadline is None else min(LOAD_TIMEOUT, deadline - time.monotonic())
-                hello = worker.hello(left)
-                names, errors = dict(hello.get("names") or {}), dict(hello.get("errors") or {})
-                if (config or {}).get("require_strong") and (missing := missing_layers(hello.get("layers"))):
+                layers = worker.confined(left)  # sent before any learner code ran: nothing it does can forge it
+                if (config or {}).get("require_strong") and (missing := missing_layers(layers)):
                     raise WeakSandbox(_("this machine's sandbox lacks what grading with a secret needs: {layers} "
                                         "(see `attn-kata doctor`; --allow-weak-sandbox grades anyway)").format(
                         layers=", ".join(missing)))
-            except (WorkerLost, AttributeError, TypeError, ValueError) as exc:
+                names, errors = wire.validate_hello(worker.hello(left))
+            except (WorkerLost, wire.Malformed) as exc:
                 reason = DETAIL_FOR_LOSS.get(getattr(exc, "reason", ""), "no_result")
                 msg = _("importing the submission failed: {detail}").format(detail=getattr(exc, "detail", exc))
                 if reason == "timeout" and left < LOAD_TIMEOUT:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -47,11 +49,35 @@ class Submission:
 
 
 def _read_text(path: Path) -> str:
-    size = path.stat().st_size
-    if size > MAX_SOURCE_BYTES:
-        raise SubmissionError(_("{name} is {size} bytes; the limit is {limit}").format(name=path.name, size=size,
-                                                                                   limit=MAX_SOURCE_BYTES))
-    return path.read_bytes().decode("utf-8", errors="replace")
+    """A regular file's text, opened without following a symbolic link (a submission's link could point at
+    the reference or at any file the grader can read) and without blocking on a FIFO."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        if path.is_symlink():
+            raise SubmissionError(_("{name} is a symbolic link: only regular files are read").format(
+                name=path.name)) from None
+        raise SubmissionError(_("{name} could not be read ({error})").format(name=path.name,
+                                                                           error=exc.strerror)) from None
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise SubmissionError(_("{name} is not a regular file").format(name=path.name))
+        if st.st_size > MAX_SOURCE_BYTES:
+            raise SubmissionError(_("{name} is {size} bytes; the limit is {limit}").format(
+                name=path.name, size=st.st_size, limit=MAX_SOURCE_BYTES))
+        data = f.read(MAX_SOURCE_BYTES + 1)
+    if len(data) > MAX_SOURCE_BYTES:
+        raise SubmissionError(_("{name} is over {limit} bytes").format(name=path.name, limit=MAX_SOURCE_BYTES))
+    return data.decode("utf-8", errors="replace")
+
+
+def _regular(path: Path) -> bool:
+    """A regular file that is not a symbolic link (lstat: the link itself, never its target)."""
+    try:
+        return stat.S_ISREG(path.lstat().st_mode)
+    except OSError:
+        return False
 
 
 def notebook_units(text: str, module: str = "notebook") -> tuple[list[Unit], list[str]]:
@@ -84,15 +110,20 @@ def notebook_units(text: str, module: str = "notebook") -> tuple[list[Unit], lis
 
 def read_submission(path: str | Path) -> Submission:
     p = Path(path)
+    if p.is_symlink():
+        raise SubmissionError(_("{name} is a symbolic link: only regular files are read").format(name=p.name))
     if not p.exists():
         raise SubmissionError(_("{path}: no such file or directory").format(path=p))
     if p.is_dir():
-        units = [Unit(s.id, s.file, _read_text(p / s.file)) for s in STEPS if (p / s.file).is_file()]
+        notes = [_("{name} is a symbolic link or not a regular file: not read").format(name=f.name)
+                 for f in sorted(p.glob("*.py")) if not _regular(f)]
+        units = [Unit(s.id, s.file, _read_text(p / s.file)) for s in STEPS if _regular(p / s.file)]
         # helper modules the learner may import from their own files
         known = {s.file for s in STEPS}
         extra = [Unit(f.stem, f.name, _read_text(f)) for f in sorted(p.glob("*.py"))
-                 if f.name not in known and f.stem.isidentifier() and not f.name.startswith(("test_", "conftest"))]
-        return Submission(p, "dir", units + extra if units else [])
+                 if f.name not in known and f.stem.isidentifier() and not f.name.startswith(("test_", "conftest"))
+                 and _regular(f)]
+        return Submission(p, "dir", units + extra if units else [], notes)
     if p.suffix == ".py":
         return Submission(p, "py", [Unit("submission", p.name, _read_text(p))])
     if p.suffix == ".ipynb":

@@ -24,6 +24,7 @@ DEFAULT_LIMITS: dict[str, Any] = {
     "processes": 32,  # a fork bomb stops here (enforced once the worker is not root)
     "disk_bytes": 64 * 1024**2,  # its private tmpfs: everything it can write, log included
     "output_bytes": 1024**2,  # what its prints may fill in the log; the rest is dropped, never an error
+    "tree_memory_bytes": 1536 * 1024**2,  # the worker and all it forks (memory cgroup): new pages and copies
 }
 NOBODY = 65534
 
@@ -99,7 +100,9 @@ def confine(config: dict[str, Any]) -> None:
     os.environ.clear()
     os.environ.update(WORKER_ENV | {"HOME": workdir, "TMPDIR": workdir})
     network = is_root and "network" not in skip and _new_netns()
-    cgroup = is_root and "cgroup" not in skip and _pids_cgroup(int(limits["processes"]), int(config.get("pid", -1)))
+    cgroups = _join_cgroups(int(limits["processes"]), int(limits["tree_memory_bytes"]), int(config.get("pid", -1))) \
+        if is_root and "cgroup" not in skip else {}
+    ipc = is_root and "ipc" not in skip and landlock.libc.unshare(CLONE_NEWIPC) == 0  # no shared memory, queues
     ruleset, promised = (-1, dict(landlock.NONE)) if "landlock" in skip else landlock.prepare(
         read=_readable_paths(), write=[workdir, os.devnull])
     nproc = int(limits["processes"])
@@ -119,7 +122,8 @@ def confine(config: dict[str, Any]) -> None:
     _limit(resource.RLIMIT_NOFILE, int(limits["open_files"]))
     _limit(resource.RLIMIT_AS, _address_space() + int(limits["memory_bytes"]))
     torch.set_num_threads(1)
-    cgroup = cgroup and _in_cgroup(int(config.get("pid", -1)))  # read back while /proc is still visible
+    cgroups = {layer: joined and _in_cgroup(int(config.get("pid", -1)), layer)  # read back while /proc is visible
+               for layer, joined in cgroups.items()}
     # after the netns and the cgroup (they need CAP_SYS_ADMIN), before Landlock
     caps = "capabilities" not in skip and capabilities.drop_all()
     no_sockets = "seccomp" not in skip and caps and seccomp.no_sockets()  # needs no_new_privs (set by the drop)
@@ -127,7 +131,9 @@ def confine(config: dict[str, Any]) -> None:
     LAYERS.clear()
     LAYERS.update(_observed(workdir, limits) | {
         "network_namespace": network,
-        "pids_cgroup": cgroup,
+        "pids_cgroup": cgroups.get("pids_cgroup", False),
+        "memory_cgroup": cgroups.get("memory_cgroup", False),
+        "ipc_namespace": ipc,
         "no_capabilities": caps,
         "private_tmpfs": tmpfs,
         "seccomp_no_sockets": no_sockets,
@@ -167,6 +173,7 @@ class CappedOutput(io.TextIOBase):
         return "utf-8"
 
 
+CLONE_NEWIPC = 0x08000000
 CLONE_NEWNS, MS_REC, MS_PRIVATE, MS_NOSUID, MS_NODEV = 0x00020000, 1 << 14, 1 << 18, 2, 4
 
 
@@ -197,12 +204,18 @@ def _observed(workdir: str, limits: dict[str, Any]) -> dict[str, bool]:
     }
 
 
-def _in_cgroup(pid: int) -> bool:
+def _in_cgroup(pid: int, layer: str) -> bool:
+    """Is this process in its group of that controller (v1), or of the unified hierarchy (v2)?"""
+    controller = {"pids_cgroup": "pids", "memory_cgroup": "memory"}[layer]
     try:
         with open("/proc/self/cgroup") as f:
-            return f"/attn-kata/worker-{pid}" in f.read()
-    except OSError:
-        return False
+            for line in f:
+                _, controllers, path = line.rstrip("\n").split(":", 2)
+                if path == f"/attn-kata/worker-{pid}" and (controller in controllers.split(",") or not controllers):
+                    return True
+    except (OSError, ValueError):
+        pass
+    return False
 
 
 def _readable_by_others(path: str) -> bool:
@@ -220,40 +233,56 @@ def _readable_by_others(path: str) -> bool:
 PIDS_CGROUP = Path("/sys/fs/cgroup/pids")
 
 
-def _pids_cgroup(limit: int, pid: int) -> bool:
-    """Root is exempt from RLIMIT_NPROC; a pids cgroup (v1 or v2) caps a fork bomb instead. The group is named
-    after the worker's pid as the zygote sees it (`pid`: inside its own PID namespace the worker is 1), and
-    "0" written to cgroup.procs means this process. Plain os calls: in a fresh fork every Python object
-    touched costs copy-on-write faults."""
+MEMORY_CGROUP = "/sys/fs/cgroup/memory"
+UNIFIED_CGROUP = "/sys/fs/cgroup"
+
+
+def _cgroup_plan(processes: int, memory: int) -> list[tuple[str, str, tuple[tuple[str, int], ...]]]:
+    """(layer, hierarchy, limits to write): cgroup v1 has a hierarchy per controller, v2 one for all."""
+    return [("pids_cgroup", str(PIDS_CGROUP), (("pids.max", processes),)),
+            ("memory_cgroup", MEMORY_CGROUP, (("memory.limit_in_bytes", memory),)),
+            ("cgroup_v2", UNIFIED_CGROUP, (("pids.max", processes), ("memory.max", memory)))]
+
+
+def _join_cgroups(processes: int, memory: int, pid: int) -> dict[str, bool]:
+    """Root is exempt from RLIMIT_NPROC, and RLIMIT_AS holds per process, not per tree: a pids and a memory
+    cgroup cap the worker with everything it forks. Each group is named after the worker's pid as the zygote
+    sees it (`pid`: inside its own PID namespace the worker is 1), and "0" written to cgroup.procs means this
+    process. Plain os calls: in a fresh fork every Python object touched costs copy-on-write faults."""
+    joined = {"pids_cgroup": False, "memory_cgroup": False}
     if pid <= 0:
-        return False
-    for base in (str(PIDS_CGROUP), "/sys/fs/cgroup"):
+        return joined
+    for layer, base, limits in _cgroup_plan(processes, memory):
         if not os.path.exists(f"{base}/cgroup.procs") or not os.access(base, os.W_OK):
             continue
-        parent = f"{base}/attn-kata"
-        group = f"{parent}/worker-{pid}"
+        if layer == "cgroup_v2" and (joined["pids_cgroup"] or joined["memory_cgroup"]):
+            continue  # v1 hierarchies already serve
+        group = f"{base}/attn-kata/worker-{pid}"
         try:
             with contextlib.suppress(FileExistsError):
-                os.mkdir(parent)
+                os.mkdir(f"{base}/attn-kata")
             with contextlib.suppress(FileExistsError):
                 os.mkdir(group)
-            for name, value in (("pids.max", limit), ("cgroup.procs", 0)):
+            for name, value in (*limits, ("cgroup.procs", 0)):
                 fd = os.open(f"{group}/{name}", os.O_WRONLY)
                 try:
                     os.write(fd, str(value).encode())
                 finally:
                     os.close(fd)
-            return True
         except OSError:
             continue
-    return False
+        if layer == "cgroup_v2":
+            joined = {"pids_cgroup": True, "memory_cgroup": True}
+        else:
+            joined[layer] = True
+    return joined
 
 
 def remove_cgroup(pid: int) -> bool:
-    """Called by the zygote once a worker is reaped: kill whatever is still in its cgroup, remove it.
+    """Called by the zygote once a worker is reaped: kill whatever is still in its cgroups, remove them.
     Returns False while processes remain (try again later). Plain strings and os calls: this runs for
     every worker, in the zygote, where each page a Python object touches is a copy-on-write fault."""
-    for base in (str(PIDS_CGROUP), "/sys/fs/cgroup"):
+    for base in (str(PIDS_CGROUP), MEMORY_CGROUP, UNIFIED_CGROUP):
         group = f"{base}/attn-kata/worker-{pid}"
         try:
             with open(f"{group}/cgroup.procs") as f:

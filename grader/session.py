@@ -34,6 +34,7 @@ REQUIRED_LAYERS: dict[str, tuple[str, ...]] = {
     "cannot signal other processes": ("pid_namespace", "landlock_signal_scope", "unprivileged_user"),
     "no new sockets (seccomp)": ("seccomp_no_sockets",),
     "disk use capped (private tmpfs)": ("private_tmpfs",),
+    "nothing shared between workers (IPC namespace)": ("ipc_namespace",),
 }
 
 
@@ -111,6 +112,15 @@ class Worker:
 
     def receive(self, timeout: float) -> tuple[dict[str, torch.Tensor], Any]:
         return self._receive(timeout)
+
+    def confined(self, timeout: float) -> dict[str, bool]:
+        """The worker's first message: its layers, read back after confinement and before any learner code
+        ran (so no submission can forge them). Malformed: no layer at all."""
+        doc = self._receive(timeout)[1]
+        layers = doc.get("layers") if isinstance(doc, dict) else None
+        if not isinstance(layers, dict) or len(layers) > 64:
+            return {}
+        return {str(k)[:64]: v for k, v in layers.items() if v is True or v is False}
 
     def hello(self, timeout: float) -> Any:
         return self._receive(timeout)[1]

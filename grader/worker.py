@@ -204,6 +204,9 @@ def serve(sock: socket.socket) -> None:
     cpu = {"forked": time.process_time()}  # where a worker's CPU goes: benchmarks/bench_grade.py prints it
     sandbox.confine(setup.get("config") or {})
     cpu["confined"] = time.process_time()
+    # the layers, sent before a line of the submission runs: what the learner's code sends later on this
+    # channel can never claim (or deny) a layer
+    channel.send_msg(sock, channel.encode({}, {"layers": sandbox.LAYERS}))
     units = [tuple(u) for u in setup["units"]]
     labels = {label for _, label, _ in units}
     ns, errors = load_units(units)  # type: ignore[arg-type]

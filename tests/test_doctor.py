@@ -41,6 +41,9 @@ def test_every_claimed_layer_is_verified_by_an_attack(rows: list[tuple[str, bool
     (["capabilities"], {"no capabilities"}),
     (["seccomp"], {"no grader socket is reachable"}),
     (["tmpfs"], {"disk use capped (private tmpfs)"}),
+    (["ipc"], {"nothing shared with other workers (IPC namespace, no keyrings)"}),
+    (["cgroup"], {"memory capped for the whole process tree (memory cgroup)",
+                  "process count capped (pids cgroup or RLIMIT_NPROC)"}),
     (["landlock", "capabilities"], {"the secret is unreachable", "kata files unreadable (Landlock)"}),
 ])
 def test_a_layer_left_off_is_reported_missing(skip: list[str], lost: set[str]) -> None:
@@ -48,7 +51,7 @@ def test_a_layer_left_off_is_reported_missing(skip: list[str], lost: set[str]) -
     rows = diagnose(config={"skip_layers": skip})
     inactive = {name for name, claimed, verified, _ in rows if not (claimed and verified)}
     assert lost <= inactive
-    assert set(missing_required(rows)) & lost
+    assert set(missing_required(rows)) == inactive & REQUIRED
 
 
 def test_grading_with_a_secret_refuses_a_weak_sandbox(tmp_path: Path) -> None:

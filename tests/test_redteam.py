@@ -158,8 +158,6 @@ FORGED_HELLO_NO_LAYERS = CHANNEL + textwrap.dedent("""
     """)
 
 
-@pytest.mark.xfail(strict=True, reason="the sandbox layers are self-reported in the hello, after learner code ran: "
-                   "a submission that forges a hello without them makes `grade --secret` refuse (exit 3, no report)")
 def test_forged_hello_without_layers_is_not_an_infrastructure_error(tmp_path: Path) -> None:
     p = tmp_path / "nolayers.py"
     p.write_text(FORGED_HELLO_NO_LAYERS)
@@ -184,8 +182,6 @@ def _gradebook(out: Path) -> dict[str, dict[str, str]]:
         return {row["student"]: row for row in csv.DictReader(f)}
 
 
-@pytest.mark.xfail(strict=True, reason="one student's forged hello (no layers) raises WeakSandbox in its grading "
-                   "process, which stops the whole batch: no classmate is graded, and --resume stops again")
 def test_batch_one_forged_hello_does_not_stop_the_class(tmp_path: Path) -> None:
     subs = tmp_path / "subs"
     subs.mkdir()
@@ -323,10 +319,6 @@ def _remove_ipc(how: str) -> None:
             libc.syscall(_SYS[1], 9, kid, -4)  # KEYCTL_UNLINK
 
 
-@pytest.mark.xfail(strict=True, reason="workers share the host's IPC namespace and root's user keyring (they stay "
-                   "uid 0 where Python lives under /root): a wrapper submission copies the reference CausalAttention "
-                   "(linecache, phase 2) into System V shm / a message queue / a key, where it outlives the worker; a "
-                   "later worker (a classmate, a regrade) reads it and passes causal_attention without writing it")
 @pytest.mark.parametrize("how", ["shm", "msgq", "keyring"])
 def test_reference_cannot_reach_a_later_worker_through_ipc(tmp_path: Path, how: str) -> None:
     if how == "keyring" and _SYS[0] < 0:
@@ -359,15 +351,12 @@ def test_reference_cannot_reach_a_later_worker_through_ipc(tmp_path: Path, how: 
         assert planted.steps[0].status == "passed"
         got = engine.grade(consumer, steps=["causal_attention"], secret=SECRET)
         step = got.steps[0]
-        assert (step.status, step.score) == ("error", 0.0), (step.status, step.score)
+        assert step.score == 0.0 and step.status in ("error", "failed"), (step.status, step.score)
     finally:
         _remove_ipc(how)
     assert_nothing_left_running()
 
 
-@pytest.mark.xfail(strict=True, reason="ingest.read_submission follows symlinks in a submitted folder (batch discovery "
-                   "rejects them, `grade DIR` and Gradescope do not): a step file linked to solutions/ passes, and a "
-                   "link to any file the grader can read (a key, Gradescope's secret.txt) is quoted in the report")
 def test_symlinked_files_in_a_submitted_folder_are_not_followed(tmp_path: Path) -> None:
     sub = tmp_path / "sub"
     sub.mkdir()
@@ -458,8 +447,6 @@ def test_loops_moved_into_helpers_or_lambdas_are_still_loops(tmp_path: Path) -> 
 # ---------------------------------------------------------------- limits and what a worker leaves behind
 
 
-@pytest.mark.xfail(strict=True, reason="memory_bytes is an RLIMIT_AS per process, not per worker: with the pids "
-                   "limit (32) a worker's process tree may hold ~32x its memory limit (no memory cgroup)")
 def test_memory_limit_holds_for_the_workers_process_tree(tmp_path: Path) -> None:
     p = tmp_path / "memtree.py"
     p.write_text(GOOD + textwrap.dedent("""
@@ -490,11 +477,12 @@ def test_memory_limit_holds_for_the_workers_process_tree(tmp_path: Path) -> None
             for pid in kids:
                 os.kill(pid, 9)
                 os.waitpid(pid, 0)
-            if len(got) * MB <= 64:
+            if len(got) * MB <= 100:
                 raise MemoryError("the tree was held to its limit")
-            return inputs @ query  # the right answer only when the tree held 4 x 48 MB under a 64 MB limit
+            return inputs @ query  # the right answer only when the tree held 4 x 48 MB under a 100 MB cap
         """))
-    report = engine.grade(p, steps=["dot_scores", "causal_mask"], config={"limits": {"memory_bytes": 64 << 20}})
+    report = engine.grade(p, steps=["dot_scores", "causal_mask"], config={"limits": {"memory_bytes": 64 << 20,
+                                                                                 "tree_memory_bytes": 100 << 20}})
     steps = {s.id: s for s in report.steps}
     assert steps["causal_mask"].status == "passed"
     assert steps["dot_scores"].score == 0, steps["dot_scores"]
