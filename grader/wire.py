@@ -30,7 +30,7 @@ MAX_ENTRIES = 256  # entries of a mapping (modules with errors, layers, cases, m
 MAX_CELLS = 4096  # notebook cells named in one load error
 MAX_FACT_DEPTH = 8  # facts: nesting (an honest `structure` fact needs 5)
 MAX_FACT_NODES = 20_000  # facts: values in one case
-MAX_NDIM = 8
+MAX_NDIM = 16  # a wrong answer may have a few extra dimensions; shapes are compared before anything else
 MAX_CASE_ELEMENTS = 4_000_000  # what the worker itself allows a case (grader.worker.MAX_RESULT_ELEMENTS)
 MAX_STEP_ELEMENTS = 16_000_000
 TENSOR_DTYPES = frozenset({torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.int32,
@@ -186,8 +186,10 @@ def validate_hello(doc: Any) -> tuple[dict[str, str], dict[str, dict[str, Any]]]
     {"exception", "message", "where", "cells"?}}, "layers": {layer: bool}, "cpu": {phase: seconds}}.
 
     Returns fresh copies of `names` and `errors` (each error with exactly those four fields, "cells" a list);
-    raises Malformed (a ValueError) for anything else, "layers" and "cpu" included."""
-    d = _dict(doc, "hello", keys=HELLO_KEYS, required=HELLO_KEYS)
+    raises Malformed (a ValueError) for anything else. "layers" and "cpu" may be left out (the layers that
+    count come in the worker's first message, before any learner code ran: session.Worker.confined), but
+    when present they are checked too."""
+    d = _dict(doc, "hello", keys=HELLO_KEYS, required=("names", "errors"))
     names: dict[str, str] = {}
     for k, v in _dict(d["names"], "hello.names").items():
         if k not in ALL_NAMES:
@@ -204,10 +206,10 @@ def validate_hello(doc: Any) -> tuple[dict[str, str], dict[str, dict[str, Any]]]
                           "message": _str(e["message"], f"{at}.message", MAX_TEXT),
                           "where": _where(e.get("where"), f"{at}.where"),
                           "cells": [_str(c, f"{at}.cells", MAX_NAME) for c in cells]}
-    for k, v in _dict(d["layers"], "hello.layers").items():
+    for k, v in _dict(d.get("layers", {}), "hello.layers").items():
         if type(v) is not bool:
             raise Malformed(f"hello.layers[{_key(k)}]", f"expected true or false, got {type(v).__name__}")
-    for k, v in _dict(d["cpu"], "hello.cpu").items():
+    for k, v in _dict(d.get("cpu", {}), "hello.cpu").items():
         _number(v, f"hello.cpu[{_key(k)}]")
     return names, errors
 
