@@ -606,6 +606,7 @@ def test_a_worker_holds_no_socket_but_its_channel(reports: dict[str, dict]) -> N
 
     w = Worker([("probe_fds", "probe_fds.py", src)], {})
     try:
+        w.confined(60)
         w.hello(60)
         case = Case("call", {"inputs": torch.zeros(2, 2), "query": torch.zeros(2)},
                     {"fn": "attention_scores", "args": ["inputs", "query"], "consts": [], "grad": False, "repeat": 1})
@@ -689,6 +690,7 @@ def test_killing_a_finished_worker_never_hits_the_process_that_reused_its_pid() 
     from grader.zygote import zygote
 
     w = Worker([("idle", "idle.py", GOOD)], {})
+    w.confined(60)
     w.hello(60)
     pid = w.pid
     w.sock.shutdown(socket.SHUT_WR)  # end of its requests: the worker exits by itself

@@ -408,9 +408,10 @@ FORGE = textwrap.dedent("""
     """)
 
 
-@pytest.mark.xfail(strict=True, reason="structure facts (buffers, heads, parameters) are produced by grader.probes "
-                   "inside the worker, which the learner's code can patch: a mask kept as a plain attribute earns the "
-                   "'registered buffer' point by claiming it")
+@pytest.mark.xfail(strict=True, reason="the residual of forged facts: a fact counts only once some outputs of the "
+                   "step equal the reference's (Outcome._vouch; test_forged_facts_need_right_outputs), so forging "
+                   "earns nothing without the work; but a module whose outputs are right and whose mask is a plain "
+                   "attribute can still claim the 'registered buffer' point (one point of a step it has solved)")
 def test_forged_structure_facts_earn_nothing(tmp_path: Path) -> None:
     twin, forged = tmp_path / "twin.py", tmp_path / "forged.py"
     twin.write_text(MODULE_CA)
@@ -527,3 +528,31 @@ def test_a_deep_tree_in_the_workdir_is_removed_without_crashing(tmp_path: Path) 
         for d in _dirs_with(marker):
             subprocess.run(["rm", "-rf", "--one-file-system", str(d)], check=False)
     assert_nothing_left_running()
+
+
+def test_forged_facts_need_right_outputs(tmp_path: Path) -> None:
+    """What the fact gate holds: forged facts on a module whose outputs are all wrong earn nothing."""
+    forged = tmp_path / "forged.py"
+    forged.write_text(textwrap.dedent("""
+        import sys, torch, torch.nn as nn
+        for name, mod in list(sys.modules.items()):
+            if name.startswith("grader") and hasattr(mod, "_structure"):
+                real = mod._structure
+                def _structure(module, real=real):
+                    s = real(module)
+                    s["buffers"]["mask"] = [[64, 64], "torch.float32"]
+                    return s
+                mod._structure = _structure
+        class CausalAttention(nn.Module):  # builds the book's layers, computes nothing right
+            def __init__(self, d_in, d_out, context_length, dropout, qkv_bias=False):
+                super().__init__()
+                self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+                self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
+                self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
+            def forward(self, x):
+                return self.W_value(x) * 0
+        """))
+    step = engine.grade(forged, steps=["causal_attention"], secret=SECRET).steps[0]
+    buffer_check = next(c for c in step.checks if "buffer" in c.name)
+    assert not buffer_check.passed, buffer_check
+    assert step.score == 0, step

@@ -24,6 +24,8 @@ import torch
 from ..i18n import _
 from ..registry import STEPS
 
+VOUCH_ATOL, VOUCH_RTOL = 1e-5, 1e-4  # as grader.checks.expect.close
+
 
 class Failed(AssertionError):
     """A check's verdict, worded for the learner."""
@@ -35,6 +37,8 @@ class Case:
     inputs: dict[str, torch.Tensor] = field(default_factory=dict)
     params: dict[str, Any] = field(default_factory=dict)
     seed: int = 0  # torch's global seed in the worker just before the probe runs
+    # the case whose outputs vouch for this one's facts (default: itself); never sent to the worker
+    vouched_by: str | None = None
 
 
 @dataclass
@@ -62,8 +66,16 @@ def cases(step: str) -> Callable:
 
 
 def check(step: str, name: str, points: float = 1.0) -> Callable:
+    """Register a check. Whatever it tests, it earns its point only once some output of the step equals the
+    reference's: a property alone ("no token sees the future", "leaves its input unchanged", "no loops") is
+    also true of code that computes nothing, and a fact can be forged (Outcome._vouch)."""
     def deco(fn: Callable[[Outcome], None]) -> Callable:
-        CHECKS.setdefault(step, []).append(CheckSpec(step, name, fn, points))
+        def gated(r: Outcome) -> None:
+            fn(r)
+            r.require_work()
+
+        gated.__name__ = gated.__qualname__ = getattr(fn, "__name__", "check")
+        CHECKS.setdefault(step, []).append(CheckSpec(step, name, gated, points))
         return fn
 
     return deco
@@ -135,6 +147,7 @@ class Outcome:
     reference: dict[str, CaseResult]
     static: dict[str, Any] = field(default_factory=dict)  # facts read from the source, in this process
     lang: str = "en"  # the report's language: checks word their messages in it (grader.i18n)
+    _behaves: dict[str, bool] = field(default_factory=dict, repr=False)
 
     def _get(self, results: dict[str, CaseResult], case: str, key: str, who: str) -> Any:
         res = results.get(case)
@@ -146,8 +159,48 @@ class Outcome:
         if key in res.tensors:
             return res.tensors[key]
         if key in res.facts:
+            if who == "learner":
+                self._vouch(case, key)
             return res.facts[key]
         raise Failed(_("no `{key}` in the result").format(key=key))
+
+    def _vouch(self, case: str, key: str) -> None:
+        """A fact (parameter and buffer names, "inputs unchanged", which gradients exist) is reported by code the
+        learner controls: a module can override named_buffers(), a submission can patch the probe. So it is
+        believed only once some case of the step shows outputs equal to the reference's, which no amount of
+        forging gives without doing the work (a random case never equals them exactly, so only deterministic
+        ones vouch). Forging a fact then earns nothing that the work itself did not."""
+        spec = self.case_specs.get(case)
+        vouchers = [spec.vouched_by] if spec is not None and spec.vouched_by else list(self.case_specs) or [case]
+        if not any(self.behaves(c) for c in vouchers):
+            raise Failed(_("`{key}` is reported by your own code, so it counts once some outputs are right: "
+                           "fix those first").format(key=key))
+
+    def require_work(self) -> None:
+        """Some case of the step must show outputs equal to the reference's (see `check`)."""
+        if not any(self.behaves(c) for c in self.case_specs):
+            raise Failed(_("no output of this step matches the reference yet, so this property earns nothing on "
+                           "its own: make the outputs right first"))
+
+    def behaves(self, case: str) -> bool:
+        """Do the learner's tensors for `case` match every tensor of the reference's, in shape and value?"""
+        if case in self._behaves:
+            return self._behaves[case]
+        mine, ref = self.learner.get(case), self.reference.get(case)
+        ok = mine is not None and ref is not None and mine.status == "ok" and ref.status == "ok"
+        if ok:
+            for name, want in ref.tensors.items():
+                got = mine.tensors.get(name)
+                if got is None or got.shape != want.shape or got.dtype.is_complex or (
+                        not got.is_floating_point() and got.dtype != want.dtype):
+                    ok = False
+                    break
+                if not torch.allclose(got.to(torch.float64), want.to(torch.float64), atol=VOUCH_ATOL,
+                                      rtol=VOUCH_RTOL, equal_nan=True):
+                    ok = False
+                    break
+        self._behaves[case] = ok
+        return ok
 
     def got(self, case: str, key: str = "out") -> Any:
         return self._get(self.learner, case, key, "learner")
