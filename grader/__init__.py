@@ -6,7 +6,9 @@ from typing import Any
 
 
 def check(*steps: str, **kwargs: Any) -> Any:
-    """In a notebook: grade the functions defined so far, e.g. `check("causal_attention")` (see grader.notebook)."""
-    from .notebook import check as _check
+    """In a notebook: grade the functions defined so far, e.g. `check("causal_attention")`.
+
+    See grader.learner.notebook."""
+    from grader.learner.notebook import check as _check
 
     return _check(*steps, **kwargs)

@@ -1,3 +1,3 @@
-from .cli import main
+from grader.cli import main
 
 main()

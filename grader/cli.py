@@ -1,4 +1,4 @@
-"""`attn-kata`: a thin Click layer over plain functions (grader.api)."""
+"""`attn-kata`: a thin Click layer over plain functions (grader.learner.api)."""
 
 from __future__ import annotations
 
@@ -8,25 +8,17 @@ from pathlib import Path
 
 import click
 
-from . import i18n, zygote
-from .i18n import _
-from .registry import STEPS, get_step
-from .settings import DEFAULT_TIMEOUT
+from grader import i18n
+from grader.cli_args import step_ids
+from grader.i18n import _
+from grader.pool import zygote
+from grader.registry import STEPS
+from grader.settings import DEFAULT_TIMEOUT
 
 LANGS = click.Choice(["en", "zh"])
 GRADING_COMMANDS = {"check", "grade", "batch", "watch", "doctor"}
 
 
-def _step_ids(values: tuple[str, ...]) -> list[str]:
-    ids = []
-    for v in values:
-        try:
-            ids.append(get_step(v).id)
-        except KeyError:
-            # our own words rather than click's ("Error: Invalid value: …" would stay in English)
-            click.echo(_("unknown step {step!r}; `attn-kata list` shows the steps").format(step=v), err=True)
-            sys.exit(2)
-    return ids
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -36,7 +28,7 @@ def main(ctx: click.Context, lang: str | None) -> None:
     """attention-kata: fill in exercises/, then `attn-kata check`."""
     if ctx.invoked_subcommand in GRADING_COMMANDS:
         zygote.warm_up()  # the zygote imports torch while this process goes on
-    from . import api
+    from grader.learner import api
 
     ctx.obj = {"lang": lang or api.default_lang()}
     i18n.set_lang(ctx.obj["lang"])  # every learner-facing text from here on (grader/i18n.py)
@@ -47,7 +39,7 @@ def main(ctx: click.Context, lang: str | None) -> None:
 @click.pass_obj
 def list_cmd(obj: dict, workspace: str) -> None:
     """The steps, with your progress."""
-    from . import api
+    from grader.learner import api
 
     api.list_steps(workspace=workspace, lang=obj["lang"])
 
@@ -61,9 +53,9 @@ def list_cmd(obj: dict, workspace: str) -> None:
 @click.pass_obj
 def check(obj: dict, steps: tuple[str, ...], workspace: str, timeout: float, html: Path | None) -> None:
     """Grade your workspace; exit 0 only when every requested step passes."""
-    from . import api
+    from grader.learner import api
 
-    ok = api.check(workspace=workspace, steps=_step_ids(steps) or None, lang=obj["lang"], timeout=timeout,
+    ok = api.check(workspace=workspace, steps=step_ids(steps) or None, lang=obj["lang"], timeout=timeout,
                    html=html)
     if html is not None and html.exists():
         click.echo(_("HTML report: {path}").format(path=html), err=True)
@@ -77,9 +69,9 @@ def check(obj: dict, steps: tuple[str, ...], workspace: str, timeout: float, htm
 @click.pass_obj
 def hint(obj: dict, step: str, workspace: str, show_all: bool) -> None:
     """Reveal the next hint for STEP (id or number)."""
-    from . import api
+    from grader.learner import api
 
-    api.hint(step=_step_ids((step,))[0], workspace=workspace, lang=obj["lang"], show_all=show_all)
+    api.hint(step=step_ids((step,))[0], workspace=workspace, lang=obj["lang"], show_all=show_all)
 
 
 @main.command()
@@ -100,11 +92,11 @@ def hint(obj: dict, step: str, workspace: str, show_all: bool) -> None:
 def grade(obj: dict, path: Path, fmt: str, secret: str | None, steps: tuple[str, ...], timeout: float,
           out: Path | None, html: Path | None, allow_weak_sandbox: bool) -> None:
     """Grade one submission: a directory like exercises/, a .py file or a .ipynb notebook."""
-    from . import api
-    from .session import InfrastructureError
+    from grader.learner import api
+    from grader.pool.session import InfrastructureError
 
     try:
-        text = api.grade(path=path, fmt=fmt, secret=secret, steps=_step_ids(steps) or None, timeout=timeout,
+        text = api.grade(path=path, fmt=fmt, secret=secret, steps=step_ids(steps) or None, timeout=timeout,
                          lang=obj["lang"], to_terminal=out is None, html=html,
                          allow_weak_sandbox=allow_weak_sandbox)
     except InfrastructureError as exc:  # not the submission's fault: no report, never a 0
@@ -125,9 +117,9 @@ def grade(obj: dict, path: Path, fmt: str, secret: str | None, steps: tuple[str,
 @click.pass_obj
 def watch(obj: dict, step: str | None, workspace: str, timeout: float) -> None:
     """Re-grade the current step each time you save; `n` + Enter moves on, `q` quits."""
-    from .watch import watch as run_watch
+    from grader.learner.watch import watch as run_watch
 
-    sys.exit(run_watch(workspace=workspace, start=_step_ids((step,))[0] if step else None, lang=obj["lang"],
+    sys.exit(run_watch(workspace=workspace, start=step_ids((step,))[0] if step else None, lang=obj["lang"],
                        timeout=timeout))
 
 
@@ -138,9 +130,9 @@ def watch(obj: dict, step: str | None, workspace: str, timeout: float) -> None:
 @click.pass_obj
 def reset(obj: dict, step: str, workspace: str, yes: bool) -> None:
     """Put the stub of STEP back in your workspace (your version is kept in .attn-kata/backup/)."""
-    from .watch import reset_step
+    from grader.learner.watch import reset_step
 
-    sys.exit(reset_step(step=_step_ids((step,))[0], workspace=workspace, lang=obj["lang"], yes=yes))
+    sys.exit(reset_step(step=step_ids((step,))[0], workspace=workspace, lang=obj["lang"], yes=yes))
 
 
 @main.command()
@@ -149,9 +141,9 @@ def reset(obj: dict, step: str, workspace: str, yes: bool) -> None:
 @click.pass_obj
 def solution(obj: dict, step: str, workspace: str) -> None:
     """Show the reference solution of STEP, once you have passed it."""
-    from .watch import show_solution
+    from grader.learner.watch import show_solution
 
-    sys.exit(show_solution(step=_step_ids((step,))[0], workspace=workspace, lang=obj["lang"]))
+    sys.exit(show_solution(step=step_ids((step,))[0], workspace=workspace, lang=obj["lang"]))
 
 
 @main.command()
@@ -164,7 +156,7 @@ def doctor(secret: str | None) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    from .doctor import diagnose, missing_required
+    from grader.instructor.doctor import diagnose, missing_required
 
     t = Table(title="worker confinement")
     for col in ("layer", "claimed", "verified", "attack tried"):
@@ -211,11 +203,11 @@ def batch(obj: dict, directory: Path, out: Path, jobs: int | None, resume: bool,
 
     Exit 0 when every submission got a report, 1 when some could not be graded (listed).
     """
-    from . import api
-    from .batch import GradingUnavailable
+    from grader.instructor import console
+    from grader.instructor.batch import GradingUnavailable
 
     try:
-        result = api.batch(directory=directory, out=out, jobs=jobs, resume=resume, secret=secret, timeout=timeout,
+        result = console.batch(directory=directory, out=out, jobs=jobs, resume=resume, secret=secret, timeout=timeout,
                            lang=obj["lang"], quiet=quiet, allow_weak_sandbox=allow_weak_sandbox)
     except KeyboardInterrupt:
         click.echo(_("interrupted: what was graded is kept in {out}/index.sqlite; run the same command with --resume "
@@ -241,7 +233,7 @@ def gradescope() -> None:
               help="Bake this key for the hidden cases into the zip (or ATTN_KATA_SECRET).")
 def gradescope_build(out: Path, secret: str | None) -> None:
     """The zip Gradescope's autograder setup takes as is (setup.sh, run_autograder, the kata)."""
-    from . import gradescope as gs
+    from grader.instructor import gradescope as gs
 
     path = gs.build(out=out, secret=secret)
     click.echo(f"wrote {path}")
@@ -252,13 +244,13 @@ def gradescope_build(out: Path, secret: str | None) -> None:
               default=Path("/autograder"), show_default=True)
 def gradescope_run(root: Path) -> None:
     """What run_autograder calls: grade ROOT/submission, write ROOT/results/results.json."""
-    from . import gradescope as gs
+    from grader.instructor import gradescope as gs
 
     path = gs.run_autograder(root=root)
     click.echo(f"wrote {path}")
 
 
-from .nbgrader_cli import nbgrader_group  # noqa: E402
+from grader.instructor.nbgrader_cli import nbgrader_group  # noqa: E402
 
 main.add_command(nbgrader_group)
 

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import os
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+# the kata's folder: exercises/, solutions/ and grader/ side by side
+KATA_ROOT = Path(__file__).resolve().parent.parent
 
 DEFAULT_TIMEOUT = 10.0  # seconds per step, wall clock, enforced from outside the worker
 LOAD_TIMEOUT = 30.0

@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import submissions  # noqa: E402
 
-from grader import batch  # noqa: E402
+from grader.instructor import batch  # noqa: E402
 
 BROKEN = {"broken.py": b"def f(:\n    pass\n", "empty.py": b"", "garbage.ipynb": bytes(range(256)) * 8,
           "notnb.ipynb": b'{"nbformat": 4, "this is": "not a notebook"}'}
@@ -317,7 +317,7 @@ def test_the_coordinating_process_never_imports_torch(tmp_path: Path) -> None:
 def test_a_plain_fork_does_not_share_its_parents_zygote_connection() -> None:
     """The zygote's control connection belongs to the process that made it: a plain fork of that process
     (not a grading process the zygote forked itself) must not send requests on it, interleaved with ours."""
-    from grader import zygote
+    from grader.pool import zygote
 
     parent = zygote.zygote()
     pid = os.fork()
@@ -400,7 +400,7 @@ def attention_scores(inputs, query):
 '''
 
 
-@pytest.mark.skipif(__import__("grader.landlock", fromlist=["abi"]).abi() < 1, reason="needs Landlock")
+@pytest.mark.skipif(__import__("grader.sandbox.landlock", fromlist=["abi"]).abi() < 1, reason="needs Landlock")
 def test_a_worker_cannot_read_the_secret_from_a_grading_process(tmp_path: Path) -> None:
     """The grading processes hold the secret and are the zygote's children, like the workers: a worker that
     searches them (environ, cmdline, memory) finds nothing, so its answer stays right."""
@@ -436,9 +436,9 @@ def test_no_grading_process_is_an_infrastructure_error_not_a_score(tmp_path: Pat
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """If the zygote cannot fork a grading process (twice, the second time a fresh zygote), the batch stops
     with GradingUnavailable: no submission is recorded with a score it never earned."""
-    from grader import zygote
+    from grader.pool import zygote
 
-    def refuse(self: zygote.Zygote, fd: int) -> int:
+    def refuse(self: zygote.Zygote, fd: int, entry: str) -> int:
         raise OSError("refused")
 
     monkeypatch.setattr(zygote.Zygote, "grader", refuse)

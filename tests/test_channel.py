@@ -8,7 +8,7 @@ import struct
 import pytest
 import torch
 
-from grader import channel
+from grader.sandbox import channel
 
 
 def test_round_trip_keeps_dtype_shape_values_and_doc() -> None:

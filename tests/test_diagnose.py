@@ -18,12 +18,13 @@ import pytest
 import torch
 from rich.console import Console
 
-from grader import diagnose, reporters
 from grader.checks import CaseResult, Outcome
-from grader.engine import collect, grade, grade_many, prepared
+from grader.grading import diagnose
+from grader.grading.engine import collect, grade, grade_many, prepared
+from grader.grading.report import Report
 from grader.i18n import using
 from grader.registry import BY_ID
-from grader.report import Report
+from grader.render import reporters
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

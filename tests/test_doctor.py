@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from grader import engine
-from grader.doctor import LAYERS, diagnose, missing_required
-from grader.session import WeakSandbox
+from grader.grading import engine
+from grader.instructor.doctor import LAYERS, diagnose, missing_required
+from grader.pool.session import WeakSandbox
 
 ROOT = Path(__file__).resolve().parent.parent
 REQUIRED = {layer.name for layer in LAYERS if layer.required}

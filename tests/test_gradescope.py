@@ -17,7 +17,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import submissions  # noqa: E402
 
-from grader import gradescope  # noqa: E402
+from grader.instructor import gradescope  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +32,7 @@ def autograder_zip(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_zip_layout(autograder_zip: Path) -> None:
     with zipfile.ZipFile(autograder_zip) as zf:
         names = set(zf.namelist())
-        assert {"setup.sh", "run_autograder", "kata/pyproject.toml", "kata/grader/engine.py",
+        assert {"setup.sh", "run_autograder", "kata/pyproject.toml", "kata/grader/grading/engine.py",
                 "kata/solutions/causal_attention.py"} <= names
         assert not any("__pycache__" in n for n in names)
         assert (zf.getinfo("run_autograder").external_attr >> 16) & 0o111

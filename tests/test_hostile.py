@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from grader import engine
+from grader.grading import engine
 
 ROOT = Path(__file__).resolve().parent.parent
 # every hostile file also carries a correct step 7, which must keep full marks
@@ -288,7 +288,7 @@ CASES: dict[str, tuple[str, str, str | None]] = {
             for obj in gc.get_objects():
                 if isinstance(obj, type) and obj.__name__ == name and obj.__module__ != __name__:
                     return obj
-            for mod in ("solutions.dot_scores", "dot_scores", "grader.reference"):
+            for mod in ("solutions.dot_scores", "dot_scores", "grader.grading.reference"):
                 try:
                     m = importlib.import_module(mod)
                     ns = m.namespace() if hasattr(m, "namespace") else vars(m)
@@ -460,7 +460,7 @@ def _temp_worker_dirs() -> set[str]:
 
 @pytest.fixture(scope="module")
 def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
-    from grader import zygote
+    from grader.pool import zygote
 
     folder = tmp_path_factory.mktemp("hostile")
     before = _temp_worker_dirs()
@@ -531,7 +531,7 @@ def test_the_leftover_detector_finds_a_daemon_when_killing_is_off(tmp_path: Path
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """The detector above can fail: with the PID namespace and the zygote's reaping switched off (a fault
     injection), the daemon of `daemon_outlives_step` survives its worker, and the detector sees it."""
-    from grader import zygote
+    from grader.pool import zygote
 
     p = tmp_path / "daemon.py"
     p.write_text(CASES["daemon_outlives_step"][0])
@@ -574,7 +574,7 @@ def test_worker_output_never_reaches_json_stdout(tmp_path: Path) -> None:
 
 def test_a_stalled_request_does_not_hold_the_zygote() -> None:
     """Half a request line, then the grader goes away: the zygote is not stuck reading it, and exits."""
-    from grader.zygote import Zygote
+    from grader.pool.zygote import Zygote
 
     z = Zygote()
     z.status(1)  # waits for the zygote to be up
@@ -600,9 +600,9 @@ def test_a_worker_holds_no_socket_but_its_channel(reports: dict[str, dict]) -> N
     import torch
 
     from grader.checks import Case
-    from grader.engine import _request
+    from grader.grading.engine import request
+    from grader.pool.session import Worker
     from grader.registry import BY_ID
-    from grader.session import Worker
 
     w = Worker([("probe_fds", "probe_fds.py", src)], {})
     try:
@@ -610,7 +610,7 @@ def test_a_worker_holds_no_socket_but_its_channel(reports: dict[str, dict]) -> N
         w.hello(60)
         case = Case("call", {"inputs": torch.zeros(2, 2), "query": torch.zeros(2)},
                     {"fn": "attention_scores", "args": ["inputs", "query"], "consts": [], "grad": False, "repeat": 1})
-        tensors, _ = w.ask(_request(BY_ID["dot_scores"], {"probe": case}), 60)
+        tensors, _ = w.ask(request(BY_ID["dot_scores"], {"probe": case}), 60)
     finally:
         w.close()
     assert tensors["probe/out"].tolist() == [1.0, 1.0]
@@ -654,8 +654,8 @@ def test_same_secret_same_report_and_secret_changes_inputs(tmp_path: Path) -> No
 
 def test_infrastructure_error_is_retried_then_raised_never_a_zero(monkeypatch: pytest.MonkeyPatch,
                                                                   tmp_path: Path) -> None:
-    from grader import zygote
-    from grader.session import InfrastructureError
+    from grader.pool import zygote
+    from grader.pool.session import InfrastructureError
 
     calls = []
 
@@ -686,8 +686,8 @@ def test_step_details_say_what_happened(reports: dict[str, dict]) -> None:
 def test_killing_a_finished_worker_never_hits_the_process_that_reused_its_pid() -> None:
     """The worker exits and the zygote reaps it; the pid goes to another process (forced here through
     ns_last_pid); the grader's kill of the old worker must not reach the newcomer."""
-    from grader.session import Worker
-    from grader.zygote import zygote
+    from grader.pool.session import Worker
+    from grader.pool.zygote import zygote
 
     w = Worker([("idle", "idle.py", GOOD)], {})
     w.confined(60)

@@ -52,7 +52,7 @@ def _parameters() -> set[str]:
     import inspect
 
     sys.path.insert(0, str(ROOT))
-    from grader import reference
+    from grader.grading import reference
 
     ns = reference.namespace()
     names: set[str] = set()

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.nbgrader_support import TEST_PREFIX, build_assignment, neutralize, step_points
+from grader.instructor.nbgrader_support import TEST_PREFIX, build_assignment, step_points
+from grader.learner.kernel import neutralize
 from grader.registry import STEPS
 
 BIN = Path(sys.executable).parent

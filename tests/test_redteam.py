@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from grader import engine
+from grader.grading import engine
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = ROOT / "solutions"
@@ -139,10 +139,10 @@ def test_deeply_nested_json_on_the_channel_costs_one_step(tmp_path: Path) -> Non
 
 def test_malformed_hello_is_the_submissions_error(tmp_path: Path) -> None:
     p = tmp_path / "hello.py"
-    # the layers the worker really has (grader.sandbox.LAYERS, filled before any learner code ran), so that only
+    # the layers the worker really has (grader.sandbox.confine.LAYERS, filled before any learner code ran), so that only
     # the malformed `errors` entry is new
     p.write_text(CHANNEL + textwrap.dedent("""
-        from grader import sandbox as _sandbox
+        from grader.sandbox import confine as _sandbox
         _send_raw(_json.dumps({"names": {}, "errors": {"submission": "boom"}, "layers": dict(_sandbox.LAYERS)}))
         _os._exit(0)
         """))
@@ -397,7 +397,7 @@ MODULE_CA = textwrap.dedent("""
             return attn_weights @ values
     """)
 FORGE = textwrap.dedent("""
-    import grader.probes as _probes  # already in the worker's sys.modules: no file access needed
+    import grader.worker.probes as _probes  # already in the worker's sys.modules: no file access needed
     _real = _probes._structure
     def _forged(module):
         s = _real(module)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from grader.report import CheckResult, Report, StepResult
+from grader.grading.report import CheckResult, Report, StepResult
 
 
 def test_report_to_dict_equals_asdict() -> None:

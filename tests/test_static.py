@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from grader import ingest, static
-from grader.ingest import Submission, Unit
+from grader.grading import ingest, static
+from grader.grading.ingest import Submission, Unit
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"

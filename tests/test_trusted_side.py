@@ -1,5 +1,5 @@
 """The trusted side treats everything from a worker as hostile data. Here hostile worker data is fed straight
-into it, with no worker: the channel's decoder, the schema (grader.wire), engine._parse_response and the
+into it, with no worker: the channel's decoder, the schema (grader.sandbox.wire), engine._parse_response and the
 checks run by engine.judge. Nothing may escape as an exception; what does not fit is an error or a failed
 check that says so; and memory stays bounded (broadcast bombs: two tensors whose comparison would
 broadcast to N × N)."""
@@ -17,10 +17,11 @@ from typing import Any
 import pytest
 import torch
 
-from grader import channel, engine, wire
 from grader.checks import CaseResult
-from grader.engine import Collected
+from grader.grading import engine
+from grader.grading.engine import Collected
 from grader.registry import BY_ID, STEPS
+from grader.sandbox import channel, wire
 
 SECRET = "trusted-side-test"
 MALFORMED = "the worker sent a malformed result"

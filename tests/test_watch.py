@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from grader.learner.watch import progress_bar, stub_from_solution
 from grader.registry import STEPS
-from grader.watch import progress_bar, stub_from_solution
 
 pexpect = pytest.importorskip("pexpect")
 
@@ -163,7 +163,7 @@ def test_check_in_a_terminal_draws_the_failing_weights(tmp_path: Path) -> None:
 def test_reset_finds_the_stub_in_the_learners_git_history(tmp_path: Path) -> None:
     """A workspace kept in git: the stub is HEAD's file while it is still a stub, else the version that
     added the file, whatever the learner committed since."""
-    from grader.watch import _git_stub
+    from grader.learner.watch import _git_stub
 
     def git(*args: str) -> None:
         subprocess.run(["git", "-C", str(tmp_path), "-c", "user.name=l", "-c", "user.email=l@x", *args],

@@ -21,8 +21,8 @@ from typing import Any
 
 import torch
 
-from ..i18n import _
-from ..registry import STEPS
+from grader.i18n import _
+from grader.registry import STEPS
 
 VOUCH_ATOL, VOUCH_RTOL = 1e-5, 1e-4  # as grader.checks.expect.close
 
@@ -124,7 +124,7 @@ class CaseResult:
     message: str = ""
     where: dict[str, Any] | None = None
     exception: str = ""
-    msgid: str = ""  # a known template (grader.probes.MESSAGES) for `message`, formatted in the report's language
+    msgid: str = ""  # a known template (grader.worker.probes.MESSAGES) for `message`, worded in the report's language
     params: dict[str, Any] = field(default_factory=dict)
 
     def text(self) -> str:
@@ -221,7 +221,7 @@ def describe_failure(res: CaseResult) -> str:
         return _("not implemented yet (raises NotImplementedError)")
     if res.status in ("missing", "wrong_type"):
         return res.text()
-    if res.exception == "MalformedResult":  # refused by grader.wire: the message says why
+    if res.exception == "MalformedResult":  # refused by grader.sandbox.wire: the message says why
         return res.message
     where = ""
     if res.where:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import torch
 
-from ..i18n import N_, _
-from . import Case, Gen, Outcome, book_inputs, cases, check, expect
-from ._common import DROPOUT_COPIES, book, dropout_mean_close, grads_match, linear_shapes, module, no_future
+from grader.checks import Case, Gen, Outcome, book_inputs, cases, check, expect
+from grader.checks.common import DROPOUT_COPIES, book, dropout_mean_close, grads_match, linear_shapes, module, no_future
+from grader.i18n import N_, _
 
 STEP = "causal_attention"
 CLS = "CausalAttention"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import torch
 
-from ..i18n import N_, _
-from . import Case, Gen, Outcome, cases, check, expect
-from ._common import call
+from grader.checks import Case, Gen, Outcome, cases, check, expect
+from grader.checks.common import call
+from grader.i18n import N_, _
 
 STEP = "causal_mask"
 SQ = ("queries", "keys")

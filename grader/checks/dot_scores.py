@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ..i18n import N_, _
-from . import JOURNEY, Case, Gen, Outcome, cases, check, expect
-from ._common import call
+from grader.checks import JOURNEY, Case, Gen, Outcome, cases, check, expect
+from grader.checks.common import call
+from grader.i18n import N_, _
 
 STEP = "dot_scores"
 DIMS = ("num_tokens",)

@@ -7,8 +7,8 @@ from typing import Any
 
 import torch
 
-from ..i18n import _
-from . import Failed
+from grader.checks import Failed
+from grader.i18n import _
 
 ATOL = 1e-5
 RTOL = 1e-4

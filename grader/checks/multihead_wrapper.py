@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import torch
 
-from ..i18n import N_, _
-from . import Case, Gen, Outcome, book_inputs, cases, check, expect
-from ._common import book, grads_match, linear_shapes, module
-from .causal_attention import plan
+from grader.checks import Case, Gen, Outcome, book_inputs, cases, check, expect
+from grader.checks.causal_attention import plan
+from grader.checks.common import book, grads_match, linear_shapes, module
+from grader.i18n import N_, _
 
 STEP = "multihead_wrapper"
 CLS = "MultiHeadAttentionWrapper"

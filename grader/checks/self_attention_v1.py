@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ..i18n import N_, _
-from . import Case, Gen, Outcome, book_inputs, cases, check, expect
-from ._common import book, grads_match, module
+from grader.checks import Case, Gen, Outcome, book_inputs, cases, check, expect
+from grader.checks.common import book, grads_match, module
+from grader.i18n import N_, _
 
 STEP = "self_attention_v1"
 CLS = "SelfAttention_v1"

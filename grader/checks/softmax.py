@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import torch
 
-from ..i18n import N_, _
-from . import JOURNEY, Case, Gen, Outcome, cases, check, expect
-from ._common import call
+from grader.checks import JOURNEY, Case, Gen, Outcome, cases, check, expect
+from grader.checks.common import call
+from grader.i18n import N_, _
 
 STEP = "softmax"
 

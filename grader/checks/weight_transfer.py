@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ..i18n import N_, _
-from . import Case, Gen, Outcome, cases, check, expect
-from ._common import linear_shapes
+from grader.checks import Case, Gen, Outcome, cases, check, expect
+from grader.checks.common import linear_shapes
+from grader.i18n import N_, _
 
 STEP = "weight_transfer"
 

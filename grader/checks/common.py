@@ -1,0 +1,87 @@
+"""Helpers shared by the step modules: building cases and the checks several steps repeat."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from grader.checks import Case, Gen, Outcome, expect
+from grader.i18n import _
+
+
+def call(fn: str, g: Gen, consts: list[Any] | None = None, grad_out: tuple[int, ...] | None = None,
+         repeat: int = 1, **inputs: torch.Tensor) -> Case:
+    """A case calling fn(*inputs in keyword order, *consts); with grad_out, also backward."""
+    params = {"fn": fn, "args": list(inputs), "consts": consts or [], "grad": grad_out is not None,
+              "repeat": repeat}
+    extra = {"grad_out": g.randn(*grad_out)} if grad_out is not None else {}
+    return Case("call", {**inputs, **extra}, params, seed=g.seed())
+
+
+DROPOUT_COPIES = 1000
+DROPOUT_Z = 6.0  # a right dropout fails this bound with probability ~1e-8 per entry
+
+
+def dropout_mean_close(mean: torch.Tensor, target: torch.Tensor, std: torch.Tensor, copies: int) -> bool:
+    """Is the mean of `copies` dropout draws `target`, within DROPOUT_Z standard errors? `std` is the spread of
+    the reference's own draws (trusted), so the bound is as tight as the sample size allows and no looser.
+    Tensors of different shapes are not close (never broadcast against each other)."""
+    if not tuple(mean.shape) == tuple(target.shape) == tuple(std.shape):
+        return False
+    tol = DROPOUT_Z * std / copies**0.5 + 1e-4 * (1 + target.abs())
+    return bool(((mean - target).abs() <= tol).all())
+
+
+def linear_shapes(prefix: str, d_in: int, d_out: int, bias: bool = False) -> dict[str, tuple[int, ...]]:
+    shapes: dict[str, tuple[int, ...]] = {}
+    for m in ("W_query", "W_key", "W_value"):
+        shapes[f"{prefix}{m}.weight"] = (d_out, d_in)
+        if bias:
+            shapes[f"{prefix}{m}.bias"] = (d_out,)
+    return shapes
+
+
+def module(cls: str, g: Gen, ctor: dict[str, Any], shapes: dict[str, tuple[int, ...]], x: torch.Tensor,
+           grad_out: tuple[int, ...] | None = None, train: bool = False,
+           extra: dict[str, torch.Tensor] | None = None, structure: bool = False) -> Case:
+    """A case building cls(**ctor), loading seeded weights, running it on x (and extra inputs);
+    with grad_out (the expected output shape), also backward; with structure, also the module's
+    structure facts (parameters, buffers, children), for the cases whose checks read them."""
+    inputs = {**g.weights(shapes), "x": x, **(extra or {})}
+    if grad_out is not None:
+        inputs["grad_out"] = g.randn(*grad_out)
+    params = {"cls": cls, "ctor": ctor, "grad": grad_out is not None, "train": train, "extra_x": list(extra or {}),
+              "structure": structure}
+    return Case("module", inputs, params, seed=g.seed())
+
+
+def book(cls: str, g: Gen, ctor: dict[str, Any], seed: int, x: torch.Tensor) -> Case:
+    return Case("book_example", {"x": x}, {"cls": cls, "ctor": ctor, "seed": seed}, seed=g.seed())
+
+
+def grads_match(r: Outcome, case: str, what: str) -> None:
+    """Every parameter's gradient equals the reference's (so gradients reach every weight)."""
+    want = r.want(case, "grads")
+    got = r.got(case, "grads")
+    missing = [n for n in want if not got.get(n)]
+    expect.true(not missing, _("no gradient reaches {names}: is something detached, or unused?").format(
+        names=", ".join(missing)))
+    for n in want:
+        expect.close(r.got(case, f"grad.{n}"), r.want(case, f"grad.{n}"),
+                     _("{what}: gradient of {name}").format(what=what, name=n))
+
+
+def no_future(r: Outcome, case: str, cut: int, what: str) -> None:
+    """Outputs before position `cut` must not change when tokens from `cut` on are changed."""
+    a = expect.tensor(r.got(case, "out"), what)
+    b = expect.tensor(r.got(case, "out1"), what)
+    if a.dim() < 2:  # no (batch, num_tokens, …) to cut: say so by the expected shape
+        expect.shape(a, r.want(case).shape, what)
+    expect.shape(b, a.shape, what)
+    changed = ~torch.isclose(a[:, :cut], b[:, :cut], atol=1e-6, rtol=1e-5)
+    if changed.any():
+        pos = int(torch.nonzero(changed)[0][1])
+        raise expect.Failed(_("{what}: output at position {pos} changed when tokens {cut}.. changed: "
+                              "a token can see the future (is the causal mask applied before the softmax?)").format(
+            what=what, pos=pos, cut=cut))

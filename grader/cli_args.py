@@ -1,0 +1,23 @@
+"""Arguments every command line of the kata shares (grader.cli and grader.instructor.nbgrader_cli)."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from grader.i18n import _
+from grader.registry import get_step
+
+
+def step_ids(values: tuple[str, ...]) -> list[str]:
+    """Step ids from ids or numbers; an unknown one is a one-line error and exit 2, in the learner's words."""
+    ids = []
+    for v in values:
+        try:
+            ids.append(get_step(v).id)
+        except KeyError:
+            # our own words rather than click's ("Error: Invalid value: …" would stay in English)
+            click.echo(_("unknown step {step!r}; `attn-kata list` shows the steps").format(step=v), err=True)
+            sys.exit(2)
+    return ids

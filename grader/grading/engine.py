@@ -1,0 +1,329 @@
+"""Grade one submission: ingest -> worker (untrusted) -> checks (trusted) -> Report."""
+
+from __future__ import annotations
+
+import functools
+import gc
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from grader import checks, i18n
+from grader.checks import Case, CaseResult, Outcome
+from grader.grading import diagnose, ingest, static
+from grader.grading.report import CheckResult, Report, StepResult, clean
+from grader.grading.runner import run_jobs
+from grader.i18n import _
+from grader.pool.session import WeakSandbox, Worker, WorkerLost, missing_layers
+from grader.registry import BY_ID, STEPS, Step
+from grader.sandbox import channel, wire
+from grader.settings import DEFAULT_TIMEOUT, LOAD_TIMEOUT, grader_version, resolve_secret
+from grader.worker import probes
+
+__all__ = ["DEFAULT_TIMEOUT", "LOAD_TIMEOUT", "collect", "grade", "grade_many", "grader_version", "judge",
+           "prepared", "resolve_secret"]
+
+# StepResult.detail says what happened: passed, wrong_answer, wrong_type, timeout, memory_limit, crashed,
+# no_result, import_error, rejected_input, not_implemented, not_started (infrastructure errors raise instead)
+DETAIL_FOR_LOSS = {"timeout": "timeout", "crashed": "crashed", "unreadable": "no_result"}
+BUDGET_FACTOR = 2.0  # a submission's wall-clock budget for all its steps, in per-step time-outs
+
+
+@functools.lru_cache(maxsize=8)
+def prepared(secret: str) -> tuple[dict[str, dict[str, Case]], dict[str, dict[str, CaseResult]]]:
+    """Cases (inputs from the secret) and the reference's results for them, computed here, once."""
+    from grader.grading import reference
+    from grader.worker import serve as worker
+
+    plans = checks.plans(secret)
+    ref = reference.namespace()
+    results: dict[str, dict[str, CaseResult]] = {}
+    for step_id, cases in plans.items():
+        results[step_id] = {}
+        for name, case in cases.items():
+            doc, tensors = worker.run_case(ref, _as_doc(name, case), case.inputs, set())
+            results[step_id][name] = _case_result(doc, tensors)
+    torch.manual_seed(0)
+    gc.collect()
+    gc.freeze()  # torch's and the reference's objects live for good: later collections skip them
+    return plans, results
+
+
+@functools.lru_cache(maxsize=8)
+def prepared_requests(secret: str) -> dict[str, bytes]:
+    """Each step's request to a worker, encoded once per secret."""
+    plans, _refs = prepared(secret)
+    return {s.id: request(s, plans[s.id]) for s in STEPS}
+
+
+def _as_doc(name: str, case: Case) -> dict[str, Any]:
+    return {"name": name, "probe": case.probe, "params": case.params, "seed": case.seed}
+
+
+def _case_result(entry: dict[str, Any], tensors: dict[str, torch.Tensor]) -> CaseResult:
+    """One case's result, from the reference or from a worker: only plain, expected fields are kept."""
+    facts = entry.get("facts")
+    where = entry.get("where")
+    return CaseResult(status=str(entry.get("status")), tensors=tensors,
+                      facts=facts if isinstance(facts, dict) else {},
+                      message=clean(str(entry.get("message", ""))), where=where if isinstance(where, dict) else None,
+                      exception=clean(str(entry.get("exception", "")), 80), **_msgid(entry))
+
+
+def _msgid(entry: dict[str, Any]) -> dict[str, Any]:
+    """A worker's message template, kept only if it is one of ours (probes.MESSAGES) with plain parameters."""
+    msgid, params = entry.get("msgid"), entry.get("params")
+    if msgid not in probes.MESSAGES or not isinstance(params, dict):
+        return {}
+    if not all(isinstance(k, str) and isinstance(v, str | int | float) for k, v in params.items()):
+        return {}
+    return {"msgid": msgid, "params": {k: clean(v, 200) if isinstance(v, str) else v for k, v in params.items()}}
+
+
+def request(step: Step, cases: dict[str, Case]) -> bytes:
+    """A step's request. One that builds on earlier steps carries their reference source: `_collect` sends it
+    only after every step in an earlier phase has answered, so no reference reaches a worker while the
+    verdict of the step it belongs to can still change."""
+    from grader.grading import reference
+
+    tensors = {f"{name}/{k}": v for name, case in cases.items() for k, v in case.inputs.items()}
+    doc = {"names": list(step.names), "uses": list(step.uses), "cases": [_as_doc(n, c) for n, c in cases.items()],
+           "reference": reference.units_for(step.uses) if step.uses else []}
+    return channel.encode(tensors, doc)
+
+
+def _phases(steps: list[Step]) -> list[list[Step]]:
+    """Steps grouped by how deep they build on others (grader.grading.reference.depth), in order."""
+    from grader.grading.reference import depth
+
+    by_depth: dict[int, list[Step]] = {}
+    for s in steps:
+        by_depth.setdefault(depth(s), []).append(s)
+    return [by_depth[d] for d in sorted(by_depth)]
+
+
+def _parse_response(cases: dict[str, Case], tensors: dict[str, torch.Tensor], doc: Any) -> dict[str, CaseResult]:
+    """Take only what we asked for, checked against the schema (grader.sandbox.wire) before anything reads it: a case
+    the worker left out is 'no result'; a malformed case, or a malformed answer as a whole (then every
+    case), is an error that says the worker sent a malformed result."""
+    try:
+        entries, by_case = wire.validate_answer(doc, tensors, cases)
+    except wire.Malformed as exc:
+        return {name: _malformed(exc) for name in cases}
+    out: dict[str, CaseResult] = {}
+    for name in cases:
+        entry = entries.get(name)
+        if entry is None:
+            out[name] = CaseResult("error", {}, {}, message=_("no result"), exception="NoResult")
+        elif isinstance(entry, wire.Malformed):
+            out[name] = _malformed(entry)
+        else:
+            out[name] = _case_result(entry, by_case.get(name, {}))
+    return out
+
+
+def _malformed(exc: wire.Malformed) -> CaseResult:
+    return CaseResult("error", {}, {}, message=clean(exc.detail), exception=wire.MALFORMED)
+
+
+def _load_error_text(err: dict[str, Any]) -> str:
+    if not isinstance(err, dict):  # a hello not checked by wire.validate_hello
+        return wire.Malformed("hello.errors", "an entry is not an object").detail
+    where = err.get("where") or {}
+    where = where if isinstance(where, dict) else {}
+    loc = _(" ({file}, line {line}: `{code}`)").format(file=where.get("file"), line=where.get("line"),
+                                                        code=where.get("code", "")) if where else ""
+    return clean(f"{err.get('exception', 'Error')}: {err.get('message', '')}{loc}")
+
+
+def _blank(step: Step, status: str, detail: str, message: str, lang: str) -> StepResult:
+    specs = checks.CHECKS[step.id]
+    return StepResult(step.id, i18n.step_title(step, lang), 0.0, sum(c.points for c in specs), status,
+                      [CheckResult(i18n.translate(lang, c.name), 0.0, c.points, False, message) for c in specs],
+                      detail, message)
+
+
+class Collected:
+    """What the worker produced for one submission, before judging."""
+
+    def __init__(self, display: str, step_list: list[Step], lang: str):
+        self.display = display
+        self.step_list = step_list
+        self.lang = lang
+        self.results: dict[str, StepResult] = {}  # steps settled without checks (not started, error)
+        self.learner: dict[str, dict[str, CaseResult]] = {}
+        self.static: dict[str, Any] = {}
+        self.notes: list[str] = []
+
+
+def collect(path: str | Path, *, steps: Iterable[str] | None = None, secret: str | None = None,
+            timeout: float = DEFAULT_TIMEOUT, lang: str = "en", config: dict[str, Any] | None = None) -> Collected:
+    """Run the submission's code in a worker and gather its outputs. Never raises for the submission."""
+    with i18n.using(lang):  # the messages written here are in the report's language
+        return _collect(path, steps=steps, secret=secret, timeout=timeout, lang=lang, config=config)
+
+
+def _collect(path: str | Path, *, steps: Iterable[str] | None, secret: str | None, timeout: float, lang: str,
+             config: dict[str, Any] | None) -> Collected:
+    step_list = [BY_ID[s] for s in steps] if steps else list(STEPS)
+    plans, _refs = prepared(resolve_secret(secret))
+    col = Collected(Path(path).name, step_list, lang)
+    try:
+        sub = ingest.read_submission(path)
+    except ingest.SubmissionError as exc:
+        col.results = {s.id: _blank(s, "error", "rejected_input", clean(str(exc)), lang) for s in step_list}
+        return col
+    col.notes = list(sub.notes)
+    col.static = static.analyse(sub)
+    units = [(u.module, u.label, u.source) for u in sub.units]
+    requests = prepared_requests(resolve_secret(secret))
+    todo = list(step_list)
+    # one wall-clock budget for all steps and restarts (counted from the first import): a submission whose
+    # every step hangs costs about two time-outs, not one per step plus a re-import each
+    budget = float((config or {}).get("budget") or BUDGET_FACTOR * timeout)
+    deadline: float | None = None
+    while todo:  # one worker per pass; a step that kills it is recorded and the next pass starts after it
+        if deadline is not None and deadline - time.monotonic() <= 0:
+            msg = _("not run: this submission used up its time budget ({budget:g} s for all steps)").format(
+                budget=budget)
+            for s in todo:
+                col.results[s.id] = _blank(s, "error", "timeout", msg, lang)
+            break
+        worker = Worker(units, config or {})
+        try:
+            try:
+                left = LOAD_TIMEOUT if deadline is None else min(LOAD_TIMEOUT, deadline - time.monotonic())
+                layers = worker.confined(left)  # sent before any learner code ran: nothing it does can forge it
+                if (config or {}).get("require_strong") and (missing := missing_layers(layers)):
+                    raise WeakSandbox(_("this machine's sandbox lacks what grading with a secret needs: {layers} "
+                                        "(see `attn-kata doctor`; --allow-weak-sandbox grades anyway)").format(
+                        layers=", ".join(missing)))
+                names, errors = wire.validate_hello(worker.hello(left))
+            except (WorkerLost, wire.Malformed) as exc:
+                reason = DETAIL_FOR_LOSS.get(getattr(exc, "reason", ""), "no_result")
+                msg = _("importing the submission failed: {detail}").format(detail=getattr(exc, "detail", exc))
+                if reason == "timeout" and left < LOAD_TIMEOUT:
+                    msg = _("not finished: this submission used up its time budget ({budget:g} s for all "
+                            "steps)").format(budget=budget)
+                for s in todo:
+                    col.results.setdefault(s.id, _blank(s, "error", reason, msg, lang))
+                break
+            if deadline is None:
+                deadline = time.monotonic() + budget
+            asked = []
+            for step in todo:
+                unit = sub.unit_for(step.file)
+                err = errors.get(unit) if unit else None
+                if any(n in names for n in step.names):
+                    asked.append(step)
+                elif err:
+                    col.results[step.id] = _blank(step, "error", "import_error", _load_error_text(err), lang)
+                else:
+                    col.results[step.id] = _blank(step, "not_started", "not_started", _("not started"), lang)
+            todo = []
+            phases = _phases(asked)
+            for p, phase in enumerate(phases):
+                # a phase's requests go out only once every earlier answer is in: a later phase carries the
+                # reference of steps judged earlier, which must never be readable while they are judged
+                worker.send_all([requests[s.id] for s in phase])  # answers stream back, one per step
+                for i, step in enumerate(phase):
+                    left = deadline - time.monotonic()
+                    try:
+                        tensors, doc = worker.receive(max(min(timeout, left), 0.001))
+                    except WorkerLost as exc:
+                        msg = {"timeout": _("stopped after {timeout:g} s: is there an infinite loop?"),
+                               "crashed": _("the worker process died ({detail})"),
+                               "unreadable": _("the result could not be read ({detail})")}[exc.reason].format(
+                            timeout=timeout, detail=exc.detail)
+                        if exc.reason == "timeout" and left < timeout:
+                            msg = _("not finished: this submission used up its time budget ({budget:g} s for all "
+                                    "steps)").format(budget=budget)
+                        col.results[step.id] = _blank(step, "error", DETAIL_FOR_LOSS[exc.reason], msg, lang)
+                        todo = phase[i + 1:] + [s for later in phases[p + 1:] for s in later]
+                        break
+                    cases = _parse_response(plans[step.id], tensors, doc)
+                    if all(r.status == "not_started" for r in cases.values()):
+                        col.results[step.id] = _blank(step, "not_started", "not_implemented",
+                                                      _("raises NotImplementedError"), lang)
+                    else:
+                        col.learner[step.id] = cases
+                if todo:
+                    break
+        finally:
+            worker.close()
+    return col
+
+
+def _detail(cases: dict[str, CaseResult], lang: str = "en") -> tuple[str, str]:
+    """Why a judged step lost points, from what its cases did (worst first), worded in `lang`."""
+    with i18n.using(lang):
+        return _detail_text(cases)
+
+
+def _detail_text(cases: dict[str, CaseResult]) -> tuple[str, str]:
+    by_status = {r.status: r for r in cases.values()}
+    if "memory" in by_status:
+        return "memory_limit", _("ran out of memory")
+    if "error" in by_status:
+        r = by_status["error"]
+        if r.exception == "NoResult":
+            return "no_result", _("the worker sent no result for some cases")
+        if r.exception == wire.MALFORMED:
+            return "no_result", r.message
+        return "crashed", _("raised {exception}: {message}").format(exception=r.exception, message=r.message)
+    if "wrong_type" in by_status:
+        return "wrong_type", by_status["wrong_type"].text()
+    if "missing" in by_status or "not_started" in by_status:
+        return "not_implemented", _("part of this step is not written yet")
+    return "wrong_answer", ""
+
+
+def judge(collected: list[Collected], *, secret: str | None = None) -> list[Report]:
+    """Run the checks on many submissions' outputs in one pytest session (trusted process only)."""
+    plans, ref_results = prepared(resolve_secret(secret))
+    jobs = []
+    for i, col in enumerate(collected):
+        for sid, cases in col.learner.items():
+            outcome = Outcome(sid, plans[sid], cases, ref_results[sid], col.static, lang=col.lang)
+            jobs.append((f"{i}::{sid}", checks.CHECKS[sid], outcome))
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # the checks touch small tensors: threads cost more than they bring
+    try:
+        verdicts = run_jobs(jobs)
+    finally:
+        torch.set_num_threads(threads)
+    reports = []
+    for i, col in enumerate(collected):
+        results = dict(col.results)
+        for sid in col.learner:
+            v = verdicts[f"{i}::{sid}"]
+            crs = [CheckResult(i18n.translate(col.lang, c.name), c.points if v[c.key][0] else 0.0, c.points,
+                               v[c.key][0], v[c.key][1]) for c in checks.CHECKS[sid]]
+            score = sum(c.score for c in crs)
+            total = sum(c.max_score for c in crs)
+            status = "passed" if score == total else "failed" if score == 0 else "partial"
+            detail, message = _detail(col.learner[sid], col.lang) if status != "passed" else ("passed", "")
+            results[sid] = StepResult(sid, i18n.step_title(BY_ID[sid], col.lang), score, total, status, crs, detail,
+                                      message)
+            if status != "passed":  # name the classic mistake the outputs show, if any
+                results[sid].diagnoses = diagnose.diagnose(
+                    Outcome(sid, plans[sid], col.learner[sid], ref_results[sid], col.static), col.lang)
+        reports.append(Report(col.display, [results[s.id] for s in col.step_list], notes=col.notes,
+                              grader_version=grader_version()))
+    return reports
+
+
+def grade_many(paths: Iterable[str | Path], **kwargs: Any) -> list[Report]:
+    """Grade several submissions, judging them together (one pytest session)."""
+    secret = kwargs.get("secret")
+    return judge([collect(p, **kwargs) for p in paths], secret=secret)
+
+
+def grade(path: str | Path, **kwargs: Any) -> Report:
+    """Grade one submission. Never raises for anything the submission does.
+
+    Keyword arguments: steps, secret, timeout, lang, config (see `collect`)."""
+    return grade_many([path], **kwargs)[0]

@@ -1,0 +1,132 @@
+"""Read a submission as text only (directory, .py or .ipynb); nothing here runs its code."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from grader.i18n import _
+from grader.registry import STEPS
+
+MAX_SOURCE_BYTES = 2 * 1024 * 1024
+MAGIC = re.compile(r"^\s*([%!]|\?\?|\w+\?$)")  # %magic, %%cell, !shell, obj?
+
+
+class SubmissionError(Exception):
+    """The path is not a submission we can read (reported, never a traceback)."""
+
+
+@dataclass
+class Unit:
+    """A piece of source the worker executes: a module file, or one notebook cell."""
+
+    module: str  # module name the worker gives it ("causal_attention", "submission", "notebook")
+    label: str  # how the learner knows it: "causal_attention.py", "cell 7"
+    source: str
+
+
+@dataclass
+class Submission:
+    path: Path
+    kind: str  # "dir" | "py" | "ipynb"
+    units: list[Unit]
+    notes: list[str] = field(default_factory=list)  # e.g. stripped magics
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    def unit_for(self, step_file: str) -> str | None:
+        """For a directory, the module that should define a step; one shared module otherwise."""
+        if self.kind == "dir":
+            mod = step_file.removesuffix(".py")
+            return mod if any(u.module == mod for u in self.units) else None
+        return self.units[0].module if self.units else None
+
+
+def _read_text(path: Path) -> str:
+    """A regular file's text, opened without following a symbolic link (a submission's link could point at
+    the reference or at any file the grader can read) and without blocking on a FIFO."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        if path.is_symlink():
+            raise SubmissionError(_("{name} is a symbolic link: only regular files are read").format(
+                name=path.name)) from None
+        raise SubmissionError(_("{name} could not be read ({error})").format(name=path.name,
+                                                                           error=exc.strerror)) from None
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise SubmissionError(_("{name} is not a regular file").format(name=path.name))
+        if st.st_size > MAX_SOURCE_BYTES:
+            raise SubmissionError(_("{name} is {size} bytes; the limit is {limit}").format(
+                name=path.name, size=st.st_size, limit=MAX_SOURCE_BYTES))
+        data = f.read(MAX_SOURCE_BYTES + 1)
+    if len(data) > MAX_SOURCE_BYTES:
+        raise SubmissionError(_("{name} is over {limit} bytes").format(name=path.name, limit=MAX_SOURCE_BYTES))
+    return data.decode("utf-8", errors="replace")
+
+
+def _regular(path: Path) -> bool:
+    """A regular file that is not a symbolic link (lstat: the link itself, never its target)."""
+    try:
+        return stat.S_ISREG(path.lstat().st_mode)
+    except OSError:
+        return False
+
+
+def notebook_units(text: str, module: str = "notebook") -> tuple[list[Unit], list[str]]:
+    """Code cells of a notebook, with IPython magics and shell escapes commented out."""
+    try:
+        nb = json.loads(text)
+        cells = nb["cells"]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise SubmissionError(_("not a readable notebook: {error}").format(error=exc)) from None
+    units: list[Unit] = []
+    notes: list[str] = []
+    for i, cell in enumerate(cells, start=1):
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+            continue
+        src = cell.get("source", "")
+        src = "".join(src) if isinstance(src, list) else str(src)
+        lines = src.splitlines()
+        if lines and lines[0].lstrip().startswith("%%"):
+            notes.append(_("cell {i}: cell magic {magic} skipped").format(i=i, magic=lines[0].split()[0]))
+            continue
+        for j, line in enumerate(lines):
+            if MAGIC.match(line):
+                notes.append(_("cell {i}: `{line}` removed (magics and shell escapes do not run here)").format(
+                    i=i, line=line.strip()[:40]))
+                indent = line[: len(line) - len(line.lstrip())]
+                lines[j] = f"{indent}pass  # {line.strip()}"  # keeps line numbers and blocks valid
+        units.append(Unit(module, f"cell {i}", "\n".join(lines)))
+    return units, notes
+
+
+def read_submission(path: str | Path) -> Submission:
+    p = Path(path)
+    if p.is_symlink():
+        raise SubmissionError(_("{name} is a symbolic link: only regular files are read").format(name=p.name))
+    if not p.exists():
+        raise SubmissionError(_("{path}: no such file or directory").format(path=p))
+    if p.is_dir():
+        notes = [_("{name} is a symbolic link or not a regular file: not read").format(name=f.name)
+                 for f in sorted(p.glob("*.py")) if not _regular(f)]
+        units = [Unit(s.id, s.file, _read_text(p / s.file)) for s in STEPS if _regular(p / s.file)]
+        # helper modules the learner may import from their own files
+        known = {s.file for s in STEPS}
+        extra = [Unit(f.stem, f.name, _read_text(f)) for f in sorted(p.glob("*.py"))
+                 if f.name not in known and f.stem.isidentifier() and not f.name.startswith(("test_", "conftest"))
+                 and _regular(f)]
+        return Submission(p, "dir", units + extra if units else [], notes)
+    if p.suffix == ".py":
+        return Submission(p, "py", [Unit("submission", p.name, _read_text(p))])
+    if p.suffix == ".ipynb":
+        units, notes = notebook_units(_read_text(p))
+        return Submission(p, "ipynb", units, notes)
+    raise SubmissionError(_("{name}: expected a directory, a .py file or a .ipynb notebook").format(name=p.name))

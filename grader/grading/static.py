@@ -1,0 +1,211 @@
+"""Facts read from the submission's source text (never executed here): e.g. loops in a function."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Any
+
+from grader.grading.ingest import Submission, Unit
+from grader.registry import BY_ID
+
+LOOPS = (ast.For, ast.While, ast.AsyncFor, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+# the functions a check asks to be loop-free (step 4: "no Python loops")
+LOOP_FREE = BY_ID["all_tokens"].names
+
+
+@dataclass(frozen=True)
+class _Ref:
+    """What a module-level name is bound to: code (a def, a lambda, a class or any other expression, whose
+    loops count), an import of a name of another unit (resolved later), a unit imported as a module, or
+    something else (a library's function, a constant): nothing to count."""
+
+    kind: str  # code | import | module | other
+    module: str = ""  # code: where it is; import, module: the unit imported from
+    node: ast.AST | None = None
+    label: str = ""  # code: the unit (file, cell) it is written in
+    name: str = ""  # import: the name imported
+
+
+_OTHER = _Ref("other")
+
+
+class _Namespaces:
+    """The submission's modules, parsed on demand and executed symbolically: for each, what every
+    module-level name is bound to once the module has run (the last binding wins, as when it runs)."""
+
+    def __init__(self, sub: Submission):
+        self.units: dict[str, list[Unit]] = {}
+        for u in sub.units:
+            self.units.setdefault(u.module, []).append(u)
+        self.envs: dict[str, dict[str, _Ref]] = {}
+        self.bound_in: dict[str, dict[str, str]] = {}  # module -> name -> the unit that bound it last
+        self.busy: set[str] = set()
+
+    def env(self, module: str) -> dict[str, _Ref]:
+        if module in self.envs:
+            return self.envs[module]
+        if module in self.busy or module not in self.units:  # an import cycle: what is bound so far
+            return {}
+        self.busy.add(module)
+        env: dict[str, _Ref] = {}
+        bound_in = self.bound_in.setdefault(module, {})
+        for unit in self.units[module]:  # a notebook's cells run one after the other in one namespace
+            before = dict(env)
+            try:
+                tree = ast.parse(unit.source)
+                self._run(tree.body, env, module, unit.label)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                pass  # the worker reports what does not load; what ran before it stays bound
+            bound_in.update({k: unit.label for k, v in env.items() if before.get(k) is not v})
+        self.busy.discard(module)
+        self.envs[module] = env
+        return env
+
+    def _value(self, expr: ast.expr, env: dict[str, _Ref], module: str, label: str) -> _Ref:
+        if isinstance(expr, ast.Name):
+            return env.get(expr.id, _OTHER)  # bound to what the name holds now, not later
+        if isinstance(expr, ast.Attribute):
+            ref = self._attribute(expr, env)
+            if ref.kind != "other":
+                return ref
+        return _Ref("code", module, expr, label)
+
+    def _attribute(self, expr: ast.Attribute, env: dict[str, _Ref]) -> _Ref:
+        """`unit.name` or `unit.other_unit.name`, for units of the submission imported as modules."""
+        chain: list[str] = []
+        base: ast.expr = expr
+        while isinstance(base, ast.Attribute):
+            chain.append(base.attr)
+            base = base.value
+        if not isinstance(base, ast.Name):
+            return _OTHER
+        ref = env.get(base.id, _OTHER)
+        for attr in reversed(chain):
+            ref = self.resolve(ref)
+            if ref.kind != "module":
+                return _OTHER
+            ref = _Ref("import", ref.module, name=attr)
+        return ref
+
+    def _bind_target(self, target: ast.expr, value: _Ref | None, env: dict[str, _Ref]) -> None:
+        for n in ast.walk(target):
+            if isinstance(n, ast.Name):
+                env[n.id] = value if value is not None and isinstance(target, ast.Name) else _OTHER
+
+    def _run(self, body: list[ast.stmt], env: dict[str, _Ref], module: str, label: str) -> None:
+        todo: list[ast.stmt] = list(reversed(body))
+        while todo:  # no recursion: a hostile file may nest blocks deeply
+            node = todo.pop()
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                env[node.name] = _Ref("code", module, node, label)
+            elif isinstance(node, ast.Assign):
+                for target in node.targets:
+                    if (isinstance(target, ast.Tuple | ast.List) and isinstance(node.value, ast.Tuple | ast.List)
+                            and len(target.elts) == len(node.value.elts)):
+                        for t, v in zip(target.elts, node.value.elts, strict=True):
+                            self._bind_target(t, self._value(v, env, module, label), env)
+                    else:
+                        self._bind_target(target, self._value(node.value, env, module, label), env)
+            elif isinstance(node, ast.AnnAssign | ast.AugAssign):
+                value = getattr(node, "value", None)
+                self._bind_target(node.target, None if value is None or isinstance(node, ast.AugAssign)
+                                  else self._value(value, env, module, label), env)
+            elif isinstance(node, ast.Delete):
+                for target in node.targets:
+                    if isinstance(target, ast.Name):
+                        env.pop(target.id, None)
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    top = alias.name.split(".")[0]
+                    if alias.asname:
+                        env[alias.asname] = _Ref("module", alias.name) if alias.name in self.units else _OTHER
+                    else:
+                        env[top] = _Ref("module", top) if top in self.units else _OTHER
+            elif isinstance(node, ast.ImportFrom):
+                source = node.module or ""
+                ours = source in self.units and source != module
+                for alias in node.names:
+                    if alias.name == "*":
+                        if ours:
+                            env.update({k: v for k, v in self.env(source).items() if not k.startswith("_")})
+                    else:
+                        env[alias.asname or alias.name] = _Ref("import", source, name=alias.name) if ours else _OTHER
+            else:  # a block at the top level (if, try, with, for, while, match): its statements, in order
+                for field in ("finalbody", "orelse", "handlers", "cases", "body"):
+                    for child in reversed(getattr(node, field, None) or []):
+                        if isinstance(child, ast.stmt):
+                            todo.append(child)
+                        elif isinstance(child, ast.excepthandler | ast.match_case):
+                            todo.extend(reversed(child.body))
+                if isinstance(node, ast.For | ast.AsyncFor | ast.With | ast.AsyncWith):
+                    for target in ([node.target] if isinstance(node, ast.For | ast.AsyncFor)
+                                   else [i.optional_vars for i in node.items if i.optional_vars is not None]):
+                        self._bind_target(target, None, env)
+
+    def resolve(self, ref: _Ref) -> _Ref:
+        """Follow imports (and imports of imports) to the code a name is bound to."""
+        seen: set[tuple[str, str]] = set()
+        while ref.kind == "import" and (ref.module, ref.name) not in seen:
+            seen.add((ref.module, ref.name))
+            ref = self.env(ref.module).get(ref.name, _OTHER)
+        return ref if ref.kind != "import" else _OTHER
+
+    def loops(self, start: _Ref, label: str) -> list[int | str]:
+        """Lines of the loops in `start`'s code and, transitively, in the submission's module-level code it
+        refers to by name. Lines in another unit than `label` (where the name is bound) read "line (unit)"."""
+        found: set[int | str] = set()
+        seen: set[int] = set()
+        todo = [self.resolve(start)]
+        while todo:
+            ref = todo.pop()
+            if ref.kind != "code" or ref.node is None or id(ref.node) in seen:
+                continue
+            seen.add(id(ref.node))
+            nodes = list(ast.walk(ref.node))
+            for n in nodes:
+                if isinstance(n, LOOPS):
+                    found.add(n.lineno if ref.label == label else f"{n.lineno} ({ref.label})")
+            env = self.env(ref.module)
+            local = _locals(nodes)
+            for n in nodes:
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id not in local and n.id in env:
+                    todo.append(self.resolve(env[n.id]))
+                elif isinstance(n, ast.Attribute):
+                    root = n.value
+                    while isinstance(root, ast.Attribute):
+                        root = root.value
+                    if isinstance(root, ast.Name) and root.id not in local:
+                        todo.append(self.resolve(self._attribute(n, env)))
+        return sorted(found, key=lambda x: (isinstance(x, str), x if isinstance(x, int) else 0, str(x)))
+
+
+def _locals(nodes: list[ast.AST]) -> set[str]:
+    """Names bound inside a function (parameters, assignments, comprehension variables): a reference to one
+    of them is not a reference to the module-level name it may shadow."""
+    names: set[str] = set()
+    for n in nodes:
+        if isinstance(n, ast.arg):
+            names.add(n.arg)
+        elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store | ast.Del):
+            names.add(n.id)
+    return names
+
+
+def analyse(sub: Submission) -> dict[str, Any]:
+    """{"loops": {name: lines}} for the names that must be loop-free, each as the worker will find it: bound in
+    the first module (in the order the worker loads them) that binds it, by whatever binding comes last."""
+    spaces = _Namespaces(sub)
+    loops: dict[str, list[int | str]] = {}
+    for module, units in spaces.units.items():
+        # parsing costs: only the modules that mention one of the names (or may bring it in with `import *`)
+        if not any(name in u.source or "import *" in u.source for u in units for name in LOOP_FREE):
+            continue
+        try:
+            env = spaces.env(module)
+            for name in LOOP_FREE:
+                if name in env and name not in loops:
+                    loops[name] = spaces.loops(env[name], spaces.bound_in[module].get(name, units[0].label))
+        except (RecursionError, MemoryError):
+            continue
+    return {"loops": loops}

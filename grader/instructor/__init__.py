@@ -1,0 +1,1 @@
+"""The instructor's commands: batch, Gradescope, nbgrader, doctor."""

@@ -1,0 +1,78 @@
+"""The batch on an instructor's terminal: a progress bar while it runs, a summary when it ends."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console
+
+from grader.settings import DEFAULT_TIMEOUT
+
+
+def batch(*, directory: str | Path, out: str | Path, jobs: int | None = None, resume: bool = False,
+          secret: str | None = None, timeout: float = DEFAULT_TIMEOUT, lang: str = "en", quiet: bool = False,
+          allow_weak_sandbox: bool = False):
+    """Grade every submission in `directory` into `out` (see grader.instructor.batch); returns a BatchResult."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        ProgressColumn,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    from grader.instructor.batch import run_batch
+
+    class Rate(ProgressColumn):
+        def render(self, task):  # type: ignore[no-untyped-def]
+            speed = task.finished_speed or task.speed
+            return f"{speed:.2f}/s" if speed else "–/s"
+
+    console = Console(stderr=True)
+    if quiet:
+        result = run_batch(directory=directory, out=out, jobs=jobs, resume=resume, secret=secret, timeout=timeout,
+                           lang=lang, allow_weak_sandbox=allow_weak_sandbox)
+    else:
+        bar = Progress(TextColumn("grading"), BarColumn(), MofNCompleteColumn(), Rate(), TimeElapsedColumn(),
+                       TextColumn("left"), TimeRemainingColumn(), console=console, transient=False)
+        state: dict = {}
+
+        def start(total: int, done: int) -> None:
+            state["task"] = bar.add_task("grading", total=max(total - done, 0) or None)
+            if done:
+                console.print(f"resuming: {done} of {total} already graded")
+
+        def progress(n: int) -> None:
+            bar.advance(state["task"], n)
+
+        with bar:
+            result = run_batch(directory=directory, out=out, jobs=jobs, resume=resume, secret=secret,
+                               timeout=timeout, lang=lang, start=start, progress=progress,
+                               allow_weak_sandbox=allow_weak_sandbox)
+        print_summary(result, Console())
+    return result
+
+
+def print_summary(result, console: Console) -> None:  # type: ignore[no-untyped-def]
+    from rich.table import Table
+
+    s = result.summary
+    t = Table(title=f"class summary: {s['submissions']} graded, mean {s['mean'] if s['mean'] is not None else '–'}"
+                    f" / {s['max_score'] if s['max_score'] is not None else '–'}", title_justify="left")
+    for col in ("#", "step", "mean", "full marks", "most common failed check"):
+        t.add_column(col, justify="right" if col in ("#", "mean", "full marks") else "left")
+    for st in s["steps"]:
+        top = st["most_common_failed_check"]
+        t.add_row(str(st["number"]), st["id"],
+                  f"{st['mean']:g}/{st['max_score']:g}" if st["mean"] is not None else "–",
+                  f"{st['full_marks_share']:.0%}" if st["full_marks_share"] is not None else "–",
+                  f"{top['name']} ({top['count']})" if top else "")
+    console.print(t)
+    console.print(f"{result.total} submissions, {result.records} records ({result.graded_now} graded now, "
+                  f"{result.reused} from the index) in {result.seconds:.1f} s -> {result.out}")
+    if result.not_graded:
+        console.print(f"[red]{len(result.not_graded)} could not be graded:[/red]")
+        for student, reason in result.not_graded.items():
+            console.print(f"  {student}: {reason}")

@@ -1,0 +1,371 @@
+"""`attn-kata doctor`: which confinement layers are active here. Each row is verified by an attack run
+inside a real worker; a layer is reported active only if its attack failed there. The attacks that look for
+the reference and the secret are also run once outside the sandbox, in this trusted process, as a control:
+a row whose attack finds nothing even there is reported "unverified", never "active"."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import shutil
+import socket
+import tempfile
+import textwrap
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from grader.checks import Case
+from grader.grading import reference
+from grader.grading.engine import request
+from grader.pool.session import Worker
+from grader.registry import BY_ID
+
+# Shared by the worker's attack and the control run here: look for `needles` (bytes) in every object the
+# garbage collector sees, in sys.modules and linecache, and in the process's own memory, read with
+# process_vm_readv (which fails cleanly on unmapped memory) around the addresses of live objects.
+HUNT = '''
+import ctypes, gc, linecache, sys, types
+
+def _hunt(needles, skip_module):
+    hits = []
+    for name, mod in list(sys.modules.items()):
+        try:
+            if name != skip_module and any(n in vars(mod) for n in REF_NAMES):
+                hits.append("sys.modules:" + name)
+        except TypeError:
+            pass
+    for key, entry in list(linecache.cache.items()):
+        text = "".join(entry[2]).encode() if len(entry) > 2 and isinstance(entry[2], list) else b""
+        if any(nd in text for nd in needles):
+            hits.append("linecache:" + str(key))
+    for obj in gc.get_objects():
+        if isinstance(obj, type) and obj.__name__ in REF_NAMES and obj.__module__ != skip_module:
+            hits.append("gc:" + obj.__name__)
+        if isinstance(obj, types.FunctionType) and obj.__code__.co_code in needles:
+            hits.append("gc-code:" + obj.__code__.co_name)
+    libc = ctypes.CDLL(None, use_errno=True)
+    class iovec(ctypes.Structure):
+        _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+    libc.process_vm_readv.argtypes = [ctypes.c_int, ctypes.POINTER(iovec), ctypes.c_ulong,
+                                      ctypes.POINTER(iovec), ctypes.c_ulong, ctypes.c_ulong]
+    libc.process_vm_readv.restype = ctypes.c_ssize_t
+    step = 1 << 20
+    scratch = bytearray(step)
+    sbuf = (ctypes.c_char * step).from_buffer(scratch)
+    mine = [(ctypes.addressof(sbuf), step)] + [(id(nd), len(nd) + 64) for nd in needles]
+    bases = {id(x) & ~(step - 1) for x in (gc, sys, scratch, needles, hits, 1.5, "x" * 100)}
+    bases |= {ctypes.addressof(ctypes.create_string_buffer(1 << 16)) & ~(step - 1)}
+    seen = set()
+    for base in bases:
+        for i in range(-512, 512):
+            addr = base + i * step
+            if addr <= 0 or addr in seen:
+                continue
+            seen.add(addr)
+            local, remote = iovec(ctypes.addressof(sbuf), step), iovec(addr, step)
+            n = libc.process_vm_readv(0, ctypes.byref(local), 1, ctypes.byref(remote), 1, 0)
+            if n <= 0:
+                continue
+            for nd in needles:
+                at = scratch.find(nd, 0, n)
+                while at >= 0:
+                    where = addr + at
+                    if not any(lo <= where < lo + size for lo, size in mine):
+                        hits.append("memory:%x" % where)
+                        break
+                    at = scratch.find(nd, at + 1, n)
+    return hits
+
+def _peek(pid, needle):
+    """Another process's memory, through /proc/PID/maps and mem."""
+    try:
+        with open("/proc/%s/maps" % pid) as maps, open("/proc/%s/mem" % pid, "rb") as mem:
+            for line in maps:
+                lo, hi = (int(x, 16) for x in line.split()[0].split("-"))
+                if "r" in line.split()[1] and hi - lo < 1 << 28:
+                    try:
+                        mem.seek(lo)
+                        if needle in mem.read(hi - lo):
+                            return True
+                    except (OSError, ValueError, OverflowError):
+                        pass
+    except OSError:
+        pass
+    return False
+'''
+
+PROBE = '''
+import os, resource, socket, stat, torch
+{hunt}
+REF_NAMES = {ref_names!r}
+
+def attention_scores(inputs, query):
+    def blocked(fn):
+        try:
+            return 0.0 if fn() is not False else 1.0
+        except (OSError, MemoryError):
+            return 1.0
+    def fork_many():
+        pids = []
+        try:
+            for _ in range(64):
+                pid = os.fork()
+                if pid == 0:
+                    import time
+                    time.sleep(2)
+                    os._exit(0)
+                pids.append(pid)
+        finally:
+            for pid in pids:
+                os.kill(pid, 9)
+                os.waitpid(pid, 0)
+    def allocate():
+        block = bytearray(3 << 30)
+        return len(block)
+    def fill_disk():  # files under the per-file limit, more of them than the cap allows
+        for i in range(100):
+            with open("filler%d" % i, "wb") as f:
+                f.write(bytes(1 << 20))
+    def share_ipc():
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        shared = libc.shmget({shm_key}, 0, 0) >= 0  # the grader's own segment, found by its key
+        key = libc.syscall(248 if os.uname().machine == "x86_64" else 217, b"user", b"attn-kata-doctor", b"x",
+                           1, -4)  # add_key to the user keyring (shared by every process of this uid)
+        return shared or key >= 0 or False
+    def hold_memory_in_children():
+        pids, got = [], 0
+        r, w = os.pipe()
+        for _ in range(5):
+            pid = os.fork()
+            if pid == 0:
+                block = bytearray(400 << 20)
+                block[::4096] = b"x" * len(block[::4096])
+                os.write(w, b"1")
+                import time
+                time.sleep(30)
+                os._exit(0)
+            pids.append(pid)
+        os.close(w)
+        import select, time
+        deadline = time.monotonic() + 20
+        while got < 5 and time.monotonic() < deadline:
+            if select.select([r], [], [], 0.2)[0]:
+                data = os.read(r, 16)
+                if not data:
+                    break
+                got += len(data)
+            if all(os.waitpid(p, os.WNOHANG)[0] for p in pids if p):
+                break
+        for pid in pids:
+            try:
+                os.kill(pid, 9)
+                os.waitpid(pid, 0)
+            except OSError:
+                pass
+        return got == 5 or False
+    def chown_own_file():
+        open("mine.txt", "w").close()
+        os.chown("mine.txt", 4242, 4242)
+    def see_processes():
+        others = [e for e in os.listdir("/proc") if e.isdigit() and int(e) != os.getpid()]
+        return bool(others) or open("/proc/{grader_pid}/cmdline", "rb").read()
+    def find_reference():
+        needles = [bytes(n) for n in {ref_needles!r}]
+        return bool(_hunt(needles, __name__)) or False
+    def find_secret():
+        needles = [bytes({secret_needle!r})]
+        hits = _hunt(needles, __name__)
+        if _peek({grader_pid}, needles[0]):
+            hits.append("mem")
+        for pid in ("{grader_pid}", "1", "self"):
+            for part in ("cmdline", "environ"):
+                try:
+                    if needles[0] in open(f"/proc/{{pid}}/{{part}}", "rb").read():
+                        hits.append(part)
+                except OSError:
+                    pass
+        return bool(hits) or False
+    def reach_grader_socket():
+        reached = []
+        for fd in range(3, 1024):
+            try:
+                if stat.S_ISSOCK(os.fstat(fd).st_mode) and fd != CHANNEL:
+                    reached.append(fd)
+            except OSError:
+                pass
+        for address in ({abstract!r}, {pathname!r}):
+            try:
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                s.connect(address)
+                reached.append(address)
+            except OSError:
+                pass
+        return bool(reached) or False
+    return torch.tensor([
+        blocked(lambda: socket.create_connection(("127.0.0.1", {port}), timeout=1).close()),
+        blocked(lambda: open({kata_file!r}).read()),
+        blocked(lambda: open({outside!r}, "w").write("x")),
+        blocked(lambda: os.kill({grader_pid}, 0)),
+        blocked(fork_many),
+        blocked(allocate),
+        float(resource.getrlimit(resource.RLIMIT_CORE)[0] == 0),
+        float(os.getuid() != 0),
+        blocked(chown_own_file),
+        blocked(see_processes),
+        blocked(find_reference),
+        blocked(find_secret),
+        blocked(reach_grader_socket),
+        blocked(fill_disk),
+        blocked(share_ipc),
+        blocked(hold_memory_in_children),
+        float(os.getsid(0) == os.getpid()),
+        float(os.stat(".").st_uid == os.geteuid() and not os.stat(".").st_mode & 0o077),
+        float(set(os.environ) <= {{"PATH", "LANG", "OMP_NUM_THREADS", "ATTN_KATA_WORKER", "HOME", "TMPDIR"}}),
+    ])
+
+def _channel_fd():
+    # the one socket a worker legitimately holds: its channel to the grader (open before this module ran)
+    import gc
+    for obj in gc.get_objects():
+        if isinstance(obj, socket.socket) and obj.fileno() >= 0:
+            return obj.fileno()
+    return -1
+
+CHANNEL = _channel_fd()
+'''
+
+
+@dataclass(frozen=True)
+class Layer:
+    name: str
+    claimed_by: tuple[str, ...]  # the worker's self-observed layers (grader.sandbox.confine.LAYERS) that provide it
+    attack: str
+    required: bool = False  # needed for instructor grading (a secret given): grade/batch refuse without it
+
+
+LAYERS = (
+    Layer("no TCP (network namespace, Landlock or seccomp)",
+          ("network_namespace", "landlock_no_tcp", "seccomp_no_sockets"),
+          "connect to a port the grader listens on"),
+    Layer("kata files unreadable (Landlock)", ("landlock_filesystem",), "read solutions/ from disk", True),
+    Layer("writes only in its own folder (Landlock)", ("landlock_filesystem",), "write a file outside its folder"),
+    Layer("cannot signal the grader (PID namespace, Landlock scope or other user)",
+          ("pid_namespace", "landlock_signal_scope", "unprivileged_user"), "send a signal to the grader process"),
+    Layer("process count capped (pids cgroup or RLIMIT_NPROC)", ("pids_cgroup", "unprivileged_user"),
+          "fork 64 processes"),
+    Layer("memory limit (RLIMIT_AS)", ("rlimits",), "allocate 3 GiB"),
+    Layer("no core dumps", ("rlimits",), "read its core-size limit"),
+    Layer("not running as root", ("unprivileged_user",), "read its uid"),
+    Layer("no capabilities", ("no_capabilities", "unprivileged_user"), "chown its own file to another user", True),
+    Layer("other processes invisible (PID namespace, /proc hidden)", ("pid_namespace", "landlock_filesystem"),
+          "list /proc, read the grader's /proc/PID/cmdline", True),
+    Layer("the reference is unreachable", ("no_reference",),
+          "look for the reference in sys.modules, gc, linecache and its own memory", True),
+    Layer("the secret is unreachable", ("landlock_filesystem", "pid_namespace"),
+          "look for the secret in its own memory and in /proc/*/cmdline, environ", True),
+    Layer("no grader socket is reachable", ("seccomp_no_sockets",),
+          "use an inherited socket; connect to a grader's Unix socket by path and in the abstract namespace", True),
+    Layer("disk use capped (private tmpfs)", ("private_tmpfs",),
+          "write 100 files of 1 MiB (each under the file-size limit)", True),
+    Layer("nothing shared with other workers (IPC namespace, no keyrings)", ("ipc_namespace",),
+          "create System V shared memory and a key in the user keyring", True),
+    Layer("memory capped for the whole process tree (memory cgroup)", ("memory_cgroup",),
+          "hold 5 × 400 MiB in forked children"),
+    Layer("session", ("session",), "read its session id"),
+    Layer("private dir", ("private_dir",), "stat its working folder (owner, mode)"),
+    Layer("clean env", ("clean_env",), "read its environment"),
+)
+
+
+def _needles() -> list[list[int]]:
+    """What only the reference holds: the bytecode of its forward passes and a line of its source."""
+    ns = reference.namespace()
+    codes = [ns[n].forward.__code__.co_code for n in ("CausalAttention", "MultiHeadAttention")]
+    line = next(ln.strip() for ln in (reference.solutions_dir() / "causal_attention.py").read_text().splitlines()
+                if "masked_fill_" in ln)
+    return [list(c) for c in codes] + [list(line.encode())]
+
+
+def _control(needles: list[list[int]], secret: bytes) -> tuple[bool, bool]:
+    """The same hunts, run here, where the reference and the secret are: do they find them?"""
+    scope: dict[str, Any] = {"REF_NAMES": tuple(reference.namespace())}
+    exec(HUNT, scope)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # touching every module's namespace wakes deprecation warnings
+        found_ref = bool(scope["_hunt"]([bytes(n) for n in needles], "__no_module__"))
+        found_secret = bool(scope["_hunt"]([secret], "__no_module__"))
+    pid = os.fork()  # and from another, unconfined process: through /proc/PID/mem
+    if pid == 0:
+        os._exit(0 if scope["_peek"](os.getppid(), secret) else 1)
+    _, status = os.waitpid(pid, 0)
+    return found_ref, found_secret and os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+
+
+def diagnose(secret: str | None = None, config: dict[str, Any] | None = None) -> list[tuple[str, bool, bool, str]]:
+    """Rows of (layer, claimed, verified, attack). `secret` (default: a fresh canary) is held by this process
+    while the worker looks for it. `config` goes to the worker (the tests leave layers off with it)."""
+    canary = secret or "attn-kata-canary-" + os.urandom(12).hex()
+    held = [canary.encode()]  # kept alive in this process's memory for the hunt
+    needles = _needles()
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    abstract = "\0attn-kata-doctor-" + os.urandom(6).hex()
+    unix = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    unix.bind(abstract)
+    unix.listen(1)
+    libc = ctypes.CDLL(None, use_errno=True)
+    shm_key = int.from_bytes(os.urandom(3), "big") | 0x40000000
+    shm = libc.shmget(shm_key, 4096, 0o1600)  # IPC_CREAT: a segment a worker must not be able to find
+    outside_dir = tempfile.mkdtemp(prefix="attn-kata-doctor-")
+    os.chmod(outside_dir, 0o777)
+    outside = os.path.join(outside_dir, "escaped.txt")
+    pathname = os.path.join(outside_dir, "grader.sock")  # a socket file any process could find and open
+    by_path = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    by_path.bind(pathname)
+    os.chmod(pathname, 0o777)
+    by_path.listen(1)
+    src = PROBE.format(hunt=HUNT, ref_names=tuple(reference.namespace()), ref_needles=needles,
+                       secret_needle=list(held[0]), port=listener.getsockname()[1],
+                       kata_file=str(reference.solutions_dir() / "dot_scores.py"), outside=outside,
+                       grader_pid=os.getpid(), abstract=abstract, pathname=pathname, shm_key=shm_key)
+    worker = Worker([("doctor", "doctor.py", textwrap.dedent(src))], config or {})
+    try:
+        layers = worker.confined(60)
+        worker.hello(60)
+        case = Case("call", {"inputs": torch.zeros(1, 1), "query": torch.zeros(1)},
+                    {"fn": "attention_scores", "args": ["inputs", "query"], "consts": [], "grad": False,
+                     "repeat": 1})
+        tensors, _ = worker.ask(request(BY_ID["dot_scores"], {"probe": case}), 120)
+        flags = tensors.get("probe/out", torch.zeros(len(LAYERS))).tolist()
+    finally:
+        worker.close()
+        listener.close()
+        unix.close()
+        by_path.close()
+        if shm >= 0:
+            libc.shmctl(shm, 0, None)  # IPC_RMID
+    escaped = os.path.exists(outside)
+    shutil.rmtree(outside_dir, ignore_errors=True)
+    potent_ref, potent_secret = _control(needles, held[0])
+    # layers no flag of the worker's can claim: they are what the attacks show
+    layers = {**layers, "no_reference": True}
+    rows = []
+    for layer, flag in zip(LAYERS, flags, strict=False):
+        verified = bool(flag) and not (escaped and "writes" in layer.name)
+        if layer.name.startswith("the reference"):
+            verified = verified and potent_ref
+        if layer.name.startswith("the secret"):
+            verified = verified and potent_secret
+        rows.append((layer.name, any(layers.get(k) for k in layer.claimed_by), verified, layer.attack))
+    return rows
+
+
+def missing_required(rows: list[tuple[str, bool, bool, str]]) -> list[str]:
+    """The layers instructor grading needs that are not active here."""
+    required = {layer.name for layer in LAYERS if layer.required}
+    return [name for name, claimed, verified, _ in rows if name in required and not (claimed and verified)]

@@ -1,0 +1,161 @@
+"""Gradescope: build the autograder zip, and grade the one submission inside Gradescope's container.
+
+Gradescope unzips the autograder into /autograder/source, runs setup.sh once when it builds the image,
+then for every submission copies run_autograder to /autograder/run_autograder and runs it; the student's
+files are in /autograder/submission, and /autograder/results/results.json is what it reads back.
+`AUTOGRADER_ROOT` replaces /autograder (tests run the whole thing in a temporary folder).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import zipfile
+from pathlib import Path
+from typing import Any
+
+from grader.settings import KATA_ROOT
+
+ROOT = KATA_ROOT
+TORCH_VERSION = "2.13.0"
+
+SETUP_SH = f"""#!/usr/bin/env bash
+# Gradescope runs this once, as root, when it builds the autograder image.
+set -euxo pipefail
+export DEBIAN_FRONTEND=noninteractive
+if ! command -v python3 >/dev/null || ! python3 -m pip --version >/dev/null 2>&1; then
+    apt-get update
+    apt-get install -y --no-install-recommends python3 python3-pip python3-venv
+fi
+SRC="$(cd "$(dirname "${{BASH_SOURCE[0]}}")" && pwd)"
+python3 -m pip install --upgrade pip
+# the CPU build of torch: no CUDA wheels in the image
+python3 -m pip install "torch=={TORCH_VERSION}" --index-url https://download.pytorch.org/whl/cpu
+python3 -m pip install -e "$SRC/kata"
+python3 -c "import torch, grader.grading.engine; print('torch', torch.__version__, 'attn-kata ready')"
+"""
+
+RUN_AUTOGRADER = """#!/usr/bin/env bash
+# Gradescope runs this for every submission (copied to $ROOT/run_autograder).
+set -uo pipefail
+ROOT="${AUTOGRADER_ROOT:-/autograder}"
+SRC="$ROOT/source"
+PY="${ATTN_KATA_PYTHON:-python3}"
+export AUTOGRADER_ROOT="$ROOT"
+export PYTHONPATH="$SRC/kata${PYTHONPATH:+:$PYTHONPATH}"
+export ATTN_KATA_SOLUTIONS="$SRC/kata/solutions"
+if [ -z "${ATTN_KATA_SECRET:-}" ] && [ -f "$SRC/secret.txt" ]; then
+    ATTN_KATA_SECRET="$(cat "$SRC/secret.txt")"
+    export ATTN_KATA_SECRET
+fi
+mkdir -p "$ROOT/results"
+rm -f "$ROOT/results/results.json"
+cd "$SRC/kata" || exit 1
+"$PY" -m grader gradescope run --root "$ROOT"
+status=$?
+if [ ! -s "$ROOT/results/results.json" ]; then
+    # the grader itself failed: still give Gradescope a result it can show
+    printf '%s\\n' '{"score": 0, "output": "The autograder failed to run (exit status '"$status"'). \
+Please tell your instructor.", "tests": [], "stdout_visibility": "visible"}' > "$ROOT/results/results.json"
+fi
+exit 0
+"""
+
+KATA_FILES = ("pyproject.toml", "README.md", "LICENSE")
+KATA_DIRS = ("grader", "solutions")
+SKIP = {"__pycache__", ".pytest_cache", ".ruff_cache"}
+
+
+def _add(zf: zipfile.ZipFile, arcname: str, data: bytes, mode: int = 0o644) -> None:
+    info = zipfile.ZipInfo(arcname, date_time=(2020, 1, 1, 0, 0, 0))
+    info.external_attr = (0o100000 | mode) << 16
+    info.compress_type = zipfile.ZIP_DEFLATED
+    zf.writestr(info, data)
+
+
+def build(*, out: str | Path = "autograder.zip", secret: str | None = None) -> Path:
+    """Write the autograder zip: setup.sh and run_autograder at the top, the kata under kata/.
+    The same sources give the same bytes (fixed timestamps, sorted names)."""
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.tmp")
+    with zipfile.ZipFile(tmp, "w") as zf:
+        _add(zf, "setup.sh", SETUP_SH.encode(), 0o755)
+        _add(zf, "run_autograder", RUN_AUTOGRADER.encode(), 0o755)
+        for name in KATA_FILES:
+            if (ROOT / name).is_file():
+                _add(zf, f"kata/{name}", (ROOT / name).read_bytes())
+        for d in KATA_DIRS:
+            for f in sorted((ROOT / d).rglob("*")):
+                rel = f.relative_to(ROOT)
+                if f.is_file() and not f.is_symlink() and not SKIP.intersection(rel.parts) and f.suffix != ".pyc":
+                    _add(zf, f"kata/{rel.as_posix()}", f.read_bytes())
+        if secret:
+            _add(zf, "secret.txt", secret.encode(), 0o600)
+    os.replace(tmp, out)
+    return out
+
+
+def find_submission(folder: Path) -> Path | None:
+    """What the student uploaded: a workspace folder (step files), else a notebook, else a .py module."""
+    from grader.registry import STEPS
+
+    if not folder.is_dir():
+        return None
+    if any((folder / s.file).is_file() for s in STEPS):
+        return folder
+    files = [f for f in sorted(folder.rglob("*")) if f.is_file() and not f.is_symlink()
+             and not {".ipynb_checkpoints", "__pycache__", "__MACOSX"}.intersection(f.relative_to(folder).parts)]
+    for suffix in (".ipynb", ".py"):
+        hits = [f for f in files if f.suffix == suffix]
+        if hits:
+            return hits[0]
+    for d in sorted(p for p in folder.rglob("*") if p.is_dir() and not p.is_symlink()):
+        if any((d / s.file).is_file() for s in STEPS):
+            return d
+    return None
+
+
+def _write(path: Path, doc: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(doc, ensure_ascii=False, indent=2), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def run_autograder(*, root: str | Path = "/autograder", lang: str | None = None) -> Path:
+    """Grade ROOT/submission and write ROOT/results/results.json (Gradescope's format); never raises.
+
+    `lang`: the students' language (default: ATTN_KATA_LANG or the locale, see grader.learner.api.default_lang)."""
+    from grader import i18n
+    from grader.learner.api import default_lang
+
+    lang = lang or default_lang()
+    with i18n.using(lang):
+        return _run_autograder(Path(root), lang)
+
+
+def _run_autograder(root: Path, lang: str) -> Path:
+    from grader.grading import engine
+    from grader.i18n import _
+    from grader.render import reporters
+
+    results = root / "results" / "results.json"
+    start = time.monotonic()
+    target = find_submission(root / "submission")
+    if target is None:
+        _write(results, {"score": 0, "output": _("No submission found: upload a .ipynb notebook, a .py file, "
+                                                   "or the files of your exercises/ folder."),
+                         "tests": [], "stdout_visibility": "visible"})
+        return results
+    try:
+        report = engine.grade(target, lang=lang)
+        doc = reporters.gradescope(report, time.monotonic() - start)
+        doc["output"] = _("Graded {path}").format(
+            path=target.relative_to(root / "submission") if target != root / "submission" else ".")
+    except Exception as exc:  # the grader's own failure, not the student's
+        doc = {"score": 0, "output": _("The autograder failed ({error}). Please tell your instructor.").format(
+            error=f"{type(exc).__name__}: {exc}"), "tests": [], "stdout_visibility": "visible"}
+    _write(results, doc)
+    return results

@@ -1,0 +1,49 @@
+"""`attn-kata nbgrader …`: make the chapter an nbgrader assignment, and autograde it in the sandbox."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+
+@click.group("nbgrader")
+def nbgrader_group() -> None:
+    """nbgrader integration: the source notebook, and a sandboxed autograde into nbgrader's gradebook."""
+
+
+@nbgrader_group.command("assignment")
+@click.argument("out", type=click.Path(path_type=Path))
+@click.option("--step", "steps", multiple=True, help="Only these steps (repeatable; default: all).")
+def assignment_cmd(out: Path, steps: tuple[str, ...]) -> None:
+    """Write the nbgrader source notebook to OUT (a folder such as source/ps1, or a .ipynb path)."""
+    from grader.cli_args import step_ids
+    from grader.instructor.nbgrader_support import write_assignment
+
+    path = write_assignment(out, step_ids(steps) or None)
+    click.echo(f"wrote {path}; next: nbgrader generate_assignment <assignment> --create")
+
+
+@nbgrader_group.command("autograde")
+@click.argument("course_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("assignment")
+@click.option("--student", "students", multiple=True, help="Only these students (repeatable).")
+@click.option("--db", "db_url", default=None, help="Gradebook URL (default: sqlite:///COURSE_DIR/gradebook.db).")
+@click.option("--secret", envvar="ATTN_KATA_SECRET", default=None, help="Key for the hidden cases.")
+@click.option("--timeout", default=None, type=float, help="Seconds allowed per step.")
+def autograde_cmd(course_dir: Path, assignment: str, students: tuple[str, ...], db_url: str | None,
+                  secret: str | None, timeout: float | None) -> None:
+    """Grade COURSE_DIR/submitted/*/ASSIGNMENT with the sandboxed engine; scores go to nbgrader's gradebook."""
+    from grader.instructor.nbgrader_support import autograde_course
+
+    try:
+        graded = autograde_course(course_dir, assignment, students=students or None, db_url=db_url,
+                                  secret=secret, timeout=timeout)
+    except Exception as exc:  # an unknown assignment, an unreadable gradebook: say so, no traceback
+        click.echo(f"autograde failed: {type(exc).__name__}: {exc}", err=True)
+        sys.exit(1)
+    for g in graded:
+        click.echo(f"{g.student}\t{g.notebook}\t{g.report.score:g}/{g.report.max_score:g}")
+    if not graded:
+        click.echo(f"no submissions found under {course_dir}/submitted/*/{assignment}", err=True)

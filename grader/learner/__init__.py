@@ -1,0 +1,1 @@
+"""The learner's commands: check, watch, hints, the notebook's check()."""

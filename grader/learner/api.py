@@ -1,0 +1,193 @@
+"""Plain functions behind the CLI, with keyword arguments (usable from Python and notebooks)."""
+
+from __future__ import annotations
+
+import json
+import locale
+import os
+import time
+from pathlib import Path
+
+from rich.console import Console
+
+from grader import i18n
+from grader.grading.report import Report
+from grader.i18n import N_, _
+from grader.registry import BY_ID, STEPS
+from grader.render import reporters
+from grader.settings import DEFAULT_TIMEOUT, resolve_secret
+
+STATE_DIR = ".attn-kata"
+
+__all__ = ["DEFAULT_TIMEOUT", "check", "default_lang", "grade", "hint", "list_steps"]
+
+
+def default_lang() -> str:
+    """The learner's language from the environment: ATTN_KATA_LANG, then the locale (LC_ALL, LC_MESSAGES, LANG)."""
+    for var in ("ATTN_KATA_LANG", "LC_ALL", "LC_MESSAGES", "LANG"):
+        value = os.environ.get(var, "")
+        if value:
+            return i18n.normalise(value)
+    return i18n.normalise(locale.getlocale()[0] or "")
+
+
+def _state_path(workspace: str | Path) -> Path:
+    return Path(workspace) / STATE_DIR / "state.json"
+
+
+def load_state(workspace: str | Path) -> dict:
+    try:
+        return json.loads(_state_path(workspace).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def save_state(workspace: str | Path, state: dict) -> None:
+    p = _state_path(workspace)
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        tmp = p.with_suffix(".tmp")
+        tmp.write_text(json.dumps(state, ensure_ascii=False, indent=1), encoding="utf-8")
+        tmp.replace(p)
+    except OSError:
+        pass  # progress is a convenience; a read-only workspace still grades
+
+
+def record_progress(workspace: str | Path, report: Report) -> dict:
+    """Remember each step's result, and every step ever passed (its solution stays unlocked after a
+    reset or a later broken save). Returns the saved state."""
+    state = load_state(workspace)
+    progress = state.setdefault("progress", {})
+    solved = state.setdefault("solved", [])
+    for s in report.steps:
+        progress[s.id] = {"status": s.status, "score": s.score, "max_score": s.max_score}
+        if s.status == "passed" and s.id not in solved:
+            solved.append(s.id)
+    save_state(workspace, state)
+    return state
+
+
+def _grade_pictures(path: str | Path, html: str | Path | None, pictures: bool, **kwargs):  # type: ignore[no-untyped-def]
+    """Grade; with `pictures`, also the weight matrices (grader.render.heatmap), and write the HTML report if asked."""
+    if not (pictures or html):
+        from grader.grading.engine import grade as grade_report  # here, not at the top: `batch` never imports torch
+
+        return grade_report(path, **kwargs), {}
+    from grader.render import heatmap
+
+    report, mats = heatmap.grade_with_matrices(path, **kwargs)
+    if html:
+        from grader.render import html_report
+
+        html_report.write(html, report, mats, lang=kwargs.get("lang", "en"))
+    return report, mats
+
+
+def grade(*, path: str | Path, fmt: str = "table", secret: str | None = None, steps: list[str] | None = None,
+          timeout: float = DEFAULT_TIMEOUT, lang: str = "en", to_terminal: bool = True,
+          html: str | Path | None = None, allow_weak_sandbox: bool = False) -> str:
+    """Grade one submission and render it; returns the text (table output goes to the console).
+
+    `html`: also write a self-contained HTML report there (with heatmaps of the attention weights).
+    With a secret, refuses (session.WeakSandbox) where the sandbox lacks a layer instructor grading needs,
+    unless `allow_weak_sandbox`."""
+    start = time.monotonic()
+    strong = bool(resolve_secret(secret)) and not allow_weak_sandbox
+    report, mats = _grade_pictures(path, html, fmt == "table" and to_terminal, steps=steps, secret=secret,
+                                   timeout=timeout, lang=lang, config={"require_strong": strong})
+    if fmt == "json":
+        return reporters.to_json(report)
+    if fmt == "gradescope":
+        return json.dumps(reporters.gradescope(report, time.monotonic() - start), ensure_ascii=False, indent=2)
+    if to_terminal:
+        console = Console()
+        reporters.table(report, console, lang=lang)
+        _print_heatmaps(report, mats, console, lang)
+        return ""
+    console = Console(record=True, width=120, force_terminal=False)
+    with console.capture():
+        reporters.table(report, console, lang=lang)
+    return console.export_text()
+
+
+def _print_heatmaps(report: Report, mats: dict, console: Console, lang: str) -> None:
+    if mats and console.is_terminal:
+        from grader.render import heatmap
+
+        heatmap.print_failing(report, mats, console, lang)
+
+
+def check(*, workspace: str | Path = "exercises", steps: list[str] | None = None, lang: str = "en",
+          timeout: float = DEFAULT_TIMEOUT, html: str | Path | None = None) -> bool:
+    """Grade the learner's workspace, show the table, remember progress. True when all requested steps pass.
+
+    `html`: also write a self-contained HTML report there (with heatmaps of the attention weights)."""
+    console = Console()
+    if not Path(workspace).is_dir():
+        console.print(i18n.translate(lang, N_("no workspace at {ws}/: run from the kata's folder, or pass --path"))
+                      .format(ws=workspace), style="red", markup=False, highlight=False)
+        return False
+    report, mats = _grade_pictures(workspace, html, console.is_terminal, steps=steps, timeout=timeout, lang=lang)
+    reporters.table(report, console, lang=lang)
+    _print_heatmaps(report, mats, console, lang)
+    record_progress(workspace, report)
+    nxt = next((s for s in report.steps if s.status != "passed"), None)
+    if nxt is not None:
+        tip = i18n.translate(lang, N_("next: edit {path}; stuck? `attn-kata hint {step}`")).format(
+            path=f"{workspace}/{nxt.id}.py", step=nxt.id)
+        console.print(tip, markup=False, highlight=False)
+    return all(s.status == "passed" for s in report.steps)
+
+
+def list_steps(*, workspace: str | Path = "exercises", lang: str = "en") -> None:
+    with i18n.using(lang):
+        _list_steps(workspace)
+
+
+def _list_steps(workspace: str | Path) -> None:
+    progress = load_state(workspace).get("progress", {})
+    console = Console()
+    from rich.table import Table
+
+    t = Table(show_header=True)
+    for col in ("#", _("step"), _("names"), "§", _("status")):
+        t.add_column(col)
+    for s in STEPS:
+        p = progress.get(s.id)
+        status = f"{i18n.status(p['status'])} ({p['score']:g}/{p['max_score']:g})" if p else "—"
+        t.add_row(str(s.number), f"{s.id}\n[dim]{i18n.step_title(s)}[/dim]", ", ".join(s.names), s.section, status)
+    console.print(t)
+    if not progress:
+        console.print(_("progress appears after `attn-kata check`"))
+
+
+def hint(*, step: str, workspace: str | Path = "exercises", lang: str = "en", show_all: bool = False) -> list[str]:
+    """Reveal the next hint level for a step; returns the hints shown (in `lang`)."""
+    with i18n.using(lang):
+        return _hint(step, workspace, show_all)
+
+
+def _hint(step: str, workspace: str | Path, show_all: bool) -> list[str]:
+    from grader.learner.hints import HINTS
+
+    levels = HINTS.get(step, [])
+    state = load_state(workspace)
+    seen = state.setdefault("hints", {})
+    shown = int(seen.get(step, 0))
+    if not show_all:
+        shown = min(shown + 1, len(levels))
+    seen[step] = shown
+    save_state(workspace, state)
+    console = Console()
+    out = []
+    s = BY_ID[step]
+    console.print(f"[bold]{s.number}. {i18n.step_title(s)}[/bold] (§{s.section})")
+    for i, msgid in enumerate(levels[:shown], start=1):
+        text = _(msgid)
+        out.append(text)
+        label = _("hint {i}/{n}").format(i=i, n=len(levels))
+        console.print(f"[cyan]{label}[/cyan] {text}")
+    if shown >= len(levels):
+        last = _("that was the last hint")
+        console.print(f"[dim]{last}[/dim]")
+    return out

@@ -1,0 +1,420 @@
+"""The learner's loop: `attn-kata watch` (re-grade the current step on save), `reset` and `solution`.
+
+`watch` keeps one process warm: torch imported, the reference's results computed once
+(`engine.prepared`), the zygote started by the CLI; each save grades only the current step in a
+fresh worker forked from the zygote, so feedback comes a fraction of a second after the save.
+Files are polled (mtime, size, inode every 0.1 s); stdin is read with select() in the same
+loop, so typing `n` + Enter never blocks the watching.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import select
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import IO, Any
+
+from rich.console import Console
+
+from grader import i18n
+from grader.grading.engine import DEFAULT_TIMEOUT
+from grader.i18n import N_
+from grader.registry import BY_ID, STEPS, Step
+from grader.settings import KATA_ROOT
+
+POLL = 0.1
+WATCHED = (".py", ".ipynb")
+STUB_LINE = "raise NotImplementedError  # your code here"
+ROOT = KATA_ROOT
+
+TEXT: dict[str, str] = {  # msgids: the Chinese is in the message catalogue (grader/i18n.py)
+    "watching": N_("watching {ws}/ · save a file to re-grade"),
+    "step": N_("step {n}/{total}: {title} (§{section})"),
+    "edit": N_("edit {path}"),
+    "keys": N_("n + Enter: next step · p: previous · h: hint · Enter: re-grade · q: quit"),
+    "graded": N_("graded in {s:.2f} s at {when}"),
+    "grading": N_("grading {step}…"),
+    "passed": N_("✓ {step} passed! press n + Enter for the next step ({nxt})"),
+    "passed_last": N_("✓ {step} passed! that was the last step"),
+    "all_done": N_("all {total} steps passed: well done!"),
+    "unlocked": N_("the reference solution is unlocked: `attn-kata solution {step}`"),
+    "not_yet": N_("keep going: save {path} to re-grade · stuck? h + Enter for a hint"),
+    "last": N_("this is the last step"),
+    "first": N_("this is the first step"),
+    "error": N_("the grader failed: {err}"),
+    "bye": N_("bye: your progress is kept in {ws}/.attn-kata/"),
+    "no_ws": N_("no workspace at {ws}/: run from the kata's folder, or pass --path"),
+    "unknown": N_("unknown command {cmd!r}"),
+    "reset_ask": N_("replace {path} with the empty stub? your version is kept in {backup}"),
+    "reset_done": N_("{path} is the stub again (from {source})"),
+    "reset_kept": N_("your version: {backup}"),
+    "reset_none": N_("no stub found for {step}"),
+    "reset_cancel": N_("nothing changed"),
+    "locked": N_("the solution of {step} unlocks once the step passes (now: {status}); `attn-kata check "
+                "{step}` or `attn-kata watch`, and `attn-kata hint {step}` when stuck"),
+    "never": N_("not graded yet"),
+    "no_solution": N_("no solution file for {step} at {path}"),
+}
+
+
+def _t(key: str, lang: str, **kw: Any) -> str:
+    return i18n.text(TEXT, key, lang, **kw)
+
+
+def _title(step: Step, lang: str) -> str:
+    return i18n.step_title(step, lang)
+
+
+# --- watching -----------------------------------------------------------------------------------------
+
+
+def snapshot(workspace: Path) -> dict[str, tuple[int, int, int]]:
+    """path -> (mtime_ns, size, inode) of every .py / .ipynb in the workspace (editors that save by
+    renaming a temporary file change the inode)."""
+    out: dict[str, tuple[int, int, int]] = {}
+    for root, dirs, files in os.walk(workspace):
+        dirs[:] = [d for d in dirs if not d.startswith(".") and d != "__pycache__"]
+        for f in files:
+            if f.endswith(WATCHED) and not f.startswith("."):
+                p = os.path.join(root, f)
+                try:
+                    st = os.stat(p)
+                except OSError:
+                    continue
+                out[p] = (st.st_mtime_ns, st.st_size, st.st_ino)
+    return out
+
+
+def progress_bar(passed: int, total: int) -> str:
+    return f"[{'#' * passed}{'-' * (total - passed)}] {passed}/{total}"
+
+
+def first_open_step(workspace: Path) -> Step:
+    from grader.learner.api import load_state
+
+    progress = load_state(workspace).get("progress", {})
+    return next((s for s in STEPS if progress.get(s.id, {}).get("status") != "passed"), STEPS[0])
+
+
+class Watcher:
+    def __init__(self, workspace: str | Path = "exercises", start: str | None = None, lang: str = "en",
+                 timeout: float = DEFAULT_TIMEOUT, secret: str | None = None, console: Console | None = None,
+                 stdin: IO[str] | None = None, poll: float = POLL):
+        self.ws = Path(workspace)
+        self.lang = lang
+        self.timeout = timeout
+        self.secret = secret
+        self.console = console or Console()
+        self.stdin = stdin if stdin is not None else sys.stdin
+        self.poll = poll
+        self.index = STEPS.index(BY_ID[start]) if start else STEPS.index(first_open_step(self.ws))
+
+    @property
+    def step(self) -> Step:
+        return STEPS[self.index]
+
+    def say(self, key: str, style: str = "", **kw: Any) -> None:
+        text = _t(key, self.lang, **kw)
+        self.console.print(text, style=style or None, markup=False, highlight=False)
+
+    # one grading round: the current step only
+    def grade(self) -> None:
+        from grader.learner import api
+        from grader.render import heatmap, reporters
+
+        step = self.step
+        start = time.monotonic()
+        try:
+            report, mats = heatmap.grade_with_matrices(self.ws, steps=[step.id], timeout=self.timeout,
+                                                       lang=self.lang, secret=self.secret)
+        except Exception as exc:  # the grader's own trouble (never the submission's): say so, keep watching
+            self.say("error", "red", err=f"{type(exc).__name__}: {exc}")
+            return
+        elapsed = time.monotonic() - start
+        state = api.record_progress(self.ws, report)
+        result = report.steps[0]
+        passed = sum(1 for s in STEPS if state.get("progress", {}).get(s.id, {}).get("status") == "passed")
+        c = self.console
+        if c.is_terminal:
+            c.clear()
+        from rich.text import Text
+
+        c.print(Text.assemble(("attn-kata watch", "bold"), "  ", (progress_bar(passed, len(STEPS)), "cyan")))
+        self.say("watching", "dim", ws=self.ws)
+        self.say("step", "bold", n=step.number, total=len(STEPS), title=_title(step, self.lang),
+                 section=step.section)
+        reporters.table(report, c, lang=self.lang)
+        if result.status in ("failed", "partial"):
+            heatmap.print_failing(report, mats, c, self.lang)
+        path = self.ws / step.file
+        if result.status == "passed":
+            if self.index + 1 < len(STEPS):
+                self.say("passed", "bold green", step=step.id, nxt=STEPS[self.index + 1].id)
+            else:
+                self.say("passed_last", "bold green", step=step.id)
+            if passed == len(STEPS):
+                self.say("all_done", "bold green", total=len(STEPS))
+            self.say("unlocked", "dim", step=step.id)
+        else:
+            self.say("not_yet", "", path=path)
+        self.say("graded", "dim", s=elapsed, when=time.strftime("%H:%M:%S"))
+        self.say("keys", "dim")
+
+    def command(self, line: str) -> bool:
+        """Act on one line typed by the learner; False to quit."""
+        cmd = line.strip().lower()
+        if cmd in ("q", "quit", "exit", "退出"):
+            return False
+        if cmd in ("n", "next", "下一步"):
+            if self.index + 1 < len(STEPS):
+                self.index += 1
+                self.say("grading", "dim", step=self.step.id)
+                self.grade()
+            else:
+                self.say("last", "yellow")
+        elif cmd in ("p", "prev", "previous", "上一步"):
+            if self.index > 0:
+                self.index -= 1
+                self.say("grading", "dim", step=self.step.id)
+                self.grade()
+            else:
+                self.say("first", "yellow")
+        elif cmd in ("h", "hint", "提示"):
+            from grader.learner.api import hint
+
+            hint(step=self.step.id, workspace=self.ws, lang=self.lang)
+        elif cmd in ("", "r", "regrade"):
+            self.grade()
+        else:
+            self.say("unknown", "yellow", cmd=cmd)
+            self.say("keys", "dim")
+        return True
+
+    def _changed(self, before: dict[str, tuple[int, int, int]]) -> dict[str, tuple[int, int, int]] | None:
+        now = snapshot(self.ws)
+        if now == before:
+            return None
+        for _ in range(5):  # let a save that writes in several steps finish
+            time.sleep(0.02)
+            later = snapshot(self.ws)
+            if later == now:
+                break
+            now = later
+        return now
+
+    def run(self) -> int:
+        if not self.ws.is_dir():
+            self.say("no_ws", "red", ws=self.ws)
+            return 2
+        from grader.grading import engine
+
+        engine.prepared(engine.resolve_secret(self.secret))  # the reference's results, once
+        seen = snapshot(self.ws)
+        self.grade()
+        fd = self._stdin_fd()
+        pending = b""
+        try:
+            while True:
+                if fd is not None:
+                    ready, _, _ = select.select([fd], [], [], self.poll)
+                    if ready:
+                        data = os.read(fd, 4096)  # not readline(): it would buffer lines select() cannot see
+                        if not data:  # EOF: keep watching, stop listening
+                            fd = None
+                            data = b"\n" if pending else b""
+                        pending += data
+                        *lines, pending = pending.split(b"\n")
+                        if not all(self.command(ln.decode("utf-8", "replace")) for ln in lines):
+                            break
+                else:
+                    time.sleep(self.poll)
+                now = self._changed(seen)
+                if now is not None:
+                    seen = now
+                    self.grade()
+        except KeyboardInterrupt:
+            pass
+        self.say("bye", "dim", ws=self.ws)
+        return 0
+
+    def _stdin_fd(self) -> int | None:
+        try:
+            return None if self.stdin.closed else self.stdin.fileno()
+        except (AttributeError, OSError, ValueError):
+            return None
+
+
+def watch(*, workspace: str | Path = "exercises", start: str | None = None, lang: str = "en",
+          timeout: float = DEFAULT_TIMEOUT, secret: str | None = None) -> int:
+    """`attn-kata watch`: returns the exit status."""
+    return Watcher(workspace, start, lang, timeout, secret).run()
+
+
+# --- reset ----------------------------------------------------------------------------------------------
+
+
+def stub_from_solution(source: str) -> str:
+    """The exercise stub for a solution file: each function body (after its docstring) becomes
+    `raise NotImplementedError  # your code here`, as the stubs in exercises/ are made."""
+    tree = ast.parse(source)
+    spans: list[tuple[int, int, int]] = []
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        body = node.body
+        first = 1 if (body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+                      and isinstance(body[0].value.value, str)) else 0
+        if first >= len(body):
+            continue
+        stmt = body[first]
+        start = min([stmt.lineno, *(d.lineno for d in getattr(stmt, "decorator_list", []))])
+        spans.append((start, node.end_lineno or stmt.end_lineno or start, stmt.col_offset))
+    # nested functions are inside their parent's span: keep the outermost
+    spans.sort()
+    outer: list[tuple[int, int, int]] = []
+    for span in spans:
+        if outer and span[0] <= outer[-1][1]:
+            continue
+        outer.append(span)
+    lines = source.splitlines(keepends=True)
+    for start, end, col in reversed(outer):
+        lines[start - 1:end] = [" " * col + STUB_LINE + "\n"]
+    return "".join(lines)
+
+
+def _is_stub(text: str) -> bool:
+    return "raise NotImplementedError" in text
+
+
+def _git_stub(target: Path) -> str | None:
+    git = shutil.which("git")
+    if git is None:
+        return None
+    where, name = str(target.parent), f"./{target.name}"
+
+    def run(*args: str) -> str | None:
+        try:
+            done = subprocess.run([git, "-C", where, *args], capture_output=True, text=True, timeout=10)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return done.stdout if done.returncode == 0 else None
+
+    head = run("show", f"HEAD:{name}")
+    if head is not None and _is_stub(head):
+        return head
+    added = (run("log", "--diff-filter=A", "--format=%H", "-1", "--", target.name) or "").strip()
+    if added:
+        first = run("show", f"{added}:{name}")
+        if first is not None and _is_stub(first):
+            return first
+    return None
+
+
+def stub_source(step: Step, target: Path) -> tuple[str, str] | None:
+    """The pristine stub for `step` and where it came from: the kata's exercises/, git, or made from
+    the solution."""
+    repo_stub = ROOT / "exercises" / step.file
+    try:
+        same = target.exists() and repo_stub.exists() and repo_stub.resolve() == target.resolve()
+        if repo_stub.is_file() and not same:
+            text = repo_stub.read_text(encoding="utf-8")
+            if _is_stub(text):
+                return text, str(repo_stub)
+    except OSError:
+        pass
+    text = _git_stub(target)
+    if text is not None:
+        return text, "git"
+    from grader.grading.reference import solutions_dir
+
+    sol = solutions_dir() / step.file
+    try:
+        return (stub_from_solution(sol.read_text(encoding="utf-8")),
+                i18n._("{path} (made from the solution)").format(path=sol))
+    except (OSError, SyntaxError):
+        return None
+
+
+def reset_step(*, step: str, workspace: str | Path = "exercises", lang: str = "en", yes: bool = False) -> int:
+    """`attn-kata reset STEP`: put the stub back (after asking); the learner's file goes to .attn-kata/backup/."""
+    import click
+
+    from grader.learner.api import STATE_DIR, load_state, save_state
+
+    s = BY_ID[step]
+    ws = Path(workspace)
+    target = ws / s.file
+    console = Console()
+    found = stub_source(s, target)
+    if found is None:
+        console.print(_t("reset_none", lang, step=s.id), style="red", markup=False)
+        return 1
+    text, source = found
+    backup = ws / STATE_DIR / "backup" / f"{s.id}-{time.strftime('%Y%m%d-%H%M%S')}.py"
+    if target.exists() and not yes and not click.confirm(_t("reset_ask", lang, path=target, backup=backup),
+                                                         default=False):
+        console.print(_t("reset_cancel", lang), markup=False)
+        return 1
+    if target.exists():
+        backup.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(target, backup)
+    ws.mkdir(parents=True, exist_ok=True)
+    target.write_text(text, encoding="utf-8")
+    state = load_state(ws)
+    progress = state.setdefault("progress", {})
+    if progress.get(s.id, {}).get("status") == "passed":
+        solved = state.setdefault("solved", [])
+        if s.id not in solved:
+            solved.append(s.id)  # the solution stays unlocked
+    if s.id in progress:
+        progress[s.id] = {**progress[s.id], "status": "not_started", "score": 0}
+    save_state(ws, state)
+    console.print(_t("reset_done", lang, path=target, source=source), style="green", markup=False,
+                  highlight=False)
+    if target.exists() and backup.exists():
+        console.print(_t("reset_kept", lang, backup=backup), style="dim", markup=False, highlight=False)
+    return 0
+
+
+# --- solution -------------------------------------------------------------------------------------------
+
+
+def solution_unlocked(step_id: str, workspace: str | Path) -> tuple[bool, str]:
+    from grader.learner.api import load_state
+
+    state = load_state(workspace)
+    status = state.get("progress", {}).get(step_id, {}).get("status")
+    return status == "passed" or step_id in state.get("solved", []), status or ""
+
+
+def show_solution(*, step: str, workspace: str | Path = "exercises", lang: str = "en") -> int:
+    """`attn-kata solution STEP`: print solutions/<id>.py once the step has passed."""
+    from grader.grading.reference import solutions_dir
+
+    s = BY_ID[step]
+    console = Console()
+    ok, status = solution_unlocked(s.id, workspace)
+    if not ok:
+        shown = i18n.translate(lang, i18n.STATUS.get(status, status)) if status else \
+            _t("never", lang)
+        console.print(_t("locked", lang, step=s.id, status=shown), style="yellow", markup=False, highlight=False)
+        return 1
+    path = solutions_dir() / s.file
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        console.print(_t("no_solution", lang, step=s.id, path=path), style="red", markup=False)
+        return 1
+    if console.is_terminal:
+        from rich.syntax import Syntax
+
+        console.print(f"[bold]{s.number}. {_title(s, lang)}[/bold] (§{s.section}) — {path}", highlight=False)
+        console.print(Syntax(text, "python", line_numbers=True))
+    else:
+        sys.stdout.write(text)
+    return 0

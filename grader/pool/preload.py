@@ -1,0 +1,98 @@
+"""Imported once in the zygote: torch and the worker code, before any learner code.
+
+The zygote never imports the reference (solutions/) or the grader's checks, and never learns the
+secret: every worker is a fork of it and could read whatever it held. So it warms torch's lazy
+first-call paths with the chapter's *operations* one by one (matmul, softmax, masked_fill, triu/tril,
+dropout, Linear forward and backward, einsum, views and transposes), never with a composed
+implementation of a step, and runs the probe machinery on torch's own modules. No result is kept.
+Then it freezes the garbage collector: a worker's collections never walk (and so never copy,
+page by page) the objects it inherited.
+"""
+
+import gc
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from grader.sandbox import channel
+from grader.sandbox import confine as sandbox
+from grader.worker import serve as worker
+
+
+def _ops() -> None:
+    g = torch.Generator().manual_seed(0)
+    for dtype in (torch.float32, torch.float64):
+        x = torch.randn(2, 6, 4, generator=g, dtype=dtype, requires_grad=True)
+        w = nn.Parameter(torch.randn(4, 4, generator=g, dtype=dtype))
+        lin = nn.Linear(4, 4, bias=True).to(dtype)
+        a = lin(x) @ w  # (2, 6, 4)
+        s = a @ x.transpose(1, 2) / 4**0.5  # (2, 6, 6)
+        s = s + torch.einsum("bik,bjk->bij", x, x) + torch.bmm(x, x.transpose(1, 2))
+        up = torch.triu(torch.ones(6, 6, dtype=dtype), diagonal=1).bool()
+        low = torch.tril(torch.ones(6, 6, dtype=dtype)) == 0
+        s = s.masked_fill(up, -torch.inf).masked_fill(low, float("-inf"))
+        s = torch.where(up, torch.full_like(s, -torch.inf), s)
+        p = torch.softmax(s, dim=-1) + F.softmax(s, dim=1).nan_to_num() + s.softmax(-1)
+        p = p + torch.exp(s - s.max(dim=-1, keepdim=True).values).nan_to_num() / 3
+        p = nn.Dropout(0.5).train()(p) + F.dropout(p, 0.25, training=True) + torch.dropout(p, 0.1, True)
+        keep = torch.rand(p.shape, dtype=dtype) >= 0.5
+        p = p * keep / 0.5 + torch.bernoulli(torch.full_like(p, 0.5)) * p
+        z = (p @ x).view(2, 6, 2, 2).transpose(1, 2).contiguous().transpose(1, 2).reshape(2, 6, 4)
+        z = torch.cat([z, z.flatten(2)], dim=-1) + torch.stack([z, z], dim=0).sum(0).repeat(1, 1, 2)
+        (z.sum() + z.mean() + z.norm() + (z ** 2).sum(dim=-1).sqrt().sum()).backward()
+        torch.isclose(z, z).all()
+        torch.allclose(z, z)
+        torch.equal(z, z)
+        z.detach().clone().numpy()
+
+
+def _probes() -> None:
+    """The probe machinery, on torch's own functions and modules (nothing of a step)."""
+    ns = {"fn": torch.exp, "Mod": nn.Linear}
+    x = torch.randn(3, 4)
+    cases = [("call", {"fn": "fn", "args": ["x"], "consts": [], "grad": True, "repeat": 2}, {"x": x}),
+             ("module", {"cls": "Mod", "ctor": {"in_features": 4, "out_features": 4}, "grad": True,
+                         "structure": True}, {"x": x, "w.weight": torch.randn(4, 4), "grad_out": torch.ones(3, 4)}),
+             ("construct", {"cls": "Mod", "ctor": {"in_features": 4, "out_features": 2}}, {})]
+    for probe, params, inputs in cases:
+        worker.run_case(ns, {"name": "warm", "probe": probe, "params": params, "seed": 0}, inputs, set())
+
+
+def _warm() -> None:
+    _ops()
+    _probes()
+    channel.decode(channel.encode({"warm": torch.ones(2)}, {}))  # safetensors' lazy numpy imports
+    torch.manual_seed(0)
+    sandbox.readable_paths()  # cached: each worker's Landlock rules reuse it
+
+
+def _collapse() -> None:
+    """Back the anonymous memory in transparent huge pages where the kernel can (Linux >= 6.1,
+    MADV_COLLAPSE): every fork then copies a few hundred page-table entries instead of tens of
+    thousands, and every worker's exit unmaps as few. Best effort: any failure changes nothing."""
+    import ctypes
+
+    from grader.sandbox.landlock import libc
+
+    try:
+        libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+        with open("/proc/self/maps") as f:
+            maps = f.read().splitlines()
+    except (OSError, AttributeError):
+        return
+    huge = 1 << 21
+    for line in maps:
+        fields = line.split()
+        if len(fields) < 2 or not fields[1].startswith("rw") or (len(fields) > 5 and fields[5] != "[heap]"):
+            continue
+        lo, hi = (int(x, 16) for x in fields[0].split("-"))
+        lo, hi = (lo + huge - 1) & ~(huge - 1), hi & ~(huge - 1)
+        if hi > lo:
+            libc.madvise(lo, hi - lo, 25)  # MADV_COLLAPSE
+
+
+_warm()
+gc.collect()
+gc.freeze()
+_collapse()

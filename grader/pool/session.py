@@ -1,0 +1,150 @@
+"""The trusted side of a worker: get it from the zygote, talk to it, time it out, kill it."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import tempfile
+import threading
+import time
+from typing import Any
+
+import torch
+
+from grader.pool.zygote import exit_status, warm_up, zygote  # noqa: F401 - warm_up is part of this API
+from grader.sandbox import channel
+
+
+class InfrastructureError(Exception):
+    """The grader itself could not run a worker (after a retry): no score may be derived from this."""
+
+
+class WeakSandbox(InfrastructureError):
+    """Grading with a secret was asked for, on a machine whose workers lack a layer it needs."""
+
+
+# What instructor grading (a secret given) needs of every worker, as the worker observed itself after
+# confinement (grader.sandbox.confine.LAYERS; `attn-kata doctor` proves each by an attack): alternatives per need.
+REQUIRED_LAYERS: dict[str, tuple[str, ...]] = {
+    "kata files and /proc unreadable (Landlock)": ("landlock_filesystem",),
+    "no capabilities": ("no_capabilities", "unprivileged_user"),
+    "cannot signal other processes": ("pid_namespace", "landlock_signal_scope", "unprivileged_user"),
+    "no new sockets (seccomp)": ("seccomp_no_sockets",),
+    "disk use capped (private tmpfs)": ("private_tmpfs",),
+    "nothing shared between workers (IPC namespace)": ("ipc_namespace",),
+}
+
+
+def missing_layers(layers: Any) -> list[str]:
+    """The needs of REQUIRED_LAYERS that a worker's hello does not show."""
+    layers = layers if isinstance(layers, dict) else {}
+    return [need for need, any_of in REQUIRED_LAYERS.items() if not any(layers.get(k) is True for k in any_of)]
+
+
+class WorkerLost(Exception):
+    """The worker did not answer: `reason` is timeout, crashed, or unreadable."""
+
+    def __init__(self, reason: str, detail: str):
+        super().__init__(detail)
+        self.reason = reason
+        self.detail = detail
+
+
+class Worker:
+    def __init__(self, units: list[tuple[str, str, str]], config: dict[str, Any]):
+        self.sock, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            try:
+                self.pid = zygote().spawn(child.fileno())
+            except (OSError, ValueError):  # an infrastructure hiccup: retry once with a fresh zygote
+                try:
+                    self.pid = zygote(fresh=True).spawn(child.fileno())
+                except (OSError, ValueError) as exc:
+                    raise InfrastructureError(f"could not start a worker: {exc}") from None
+        finally:
+            child.close()
+        # a handle on this very process: a signal through it can never reach another process that was given
+        # the same pid after the zygote reaped ours (the worker waits for its set-up, so it is alive here)
+        try:
+            self.pidfd: int | None = os.pidfd_open(self.pid)
+        except (OSError, AttributeError):
+            self.pidfd = None
+        self.alive = True
+        self.workdir = tempfile.mkdtemp(prefix="attn-kata-worker-")
+        setup = {"units": units, "config": {**config, "workdir": self.workdir, "pid": self.pid}}
+        channel.send_msg(self.sock, channel.encode({}, setup))
+
+    def _receive(self, timeout: float) -> tuple[dict[str, torch.Tensor], Any]:
+        try:
+            data = channel.recv_msg(self.sock, timeout)
+            return channel.decode(data)
+        except TimeoutError:
+            self.kill()
+            raise WorkerLost("timeout", f"no answer within {timeout:g} s") from None
+        except (EOFError, OSError):
+            self.kill()
+            raise WorkerLost("crashed", self._exit()) from None
+        except channel.ChannelError as exc:
+            self.kill()
+            raise WorkerLost("unreadable", str(exc)) from None
+
+    def _exit(self) -> str:
+        for _ in range(20):
+            raw = zygote().status(self.pid)
+            if raw != "none":
+                return exit_status(raw)
+            time.sleep(0.05)
+        return "exited"
+
+    def send_all(self, requests: list[bytes]) -> None:
+        """Queue every request at once from a thread, so the worker never waits for us between steps
+        (and neither side can block the other on full socket buffers)."""
+
+        def pump() -> None:
+            with contextlib.suppress(OSError):
+                for r in requests:
+                    channel.send_msg(self.sock, r)
+
+        threading.Thread(target=pump, daemon=True).start()
+
+    def receive(self, timeout: float) -> tuple[dict[str, torch.Tensor], Any]:
+        return self._receive(timeout)
+
+    def confined(self, timeout: float) -> dict[str, bool]:
+        """The worker's first message: its layers, read back after confinement and before any learner code
+        ran (so no submission can forge them). Malformed: no layer at all."""
+        doc = self._receive(timeout)[1]
+        layers = doc.get("layers") if isinstance(doc, dict) else None
+        if not isinstance(layers, dict) or len(layers) > 64:
+            return {}
+        return {str(k)[:64]: v for k, v in layers.items() if v is True or v is False}
+
+    def hello(self, timeout: float) -> Any:
+        return self._receive(timeout)[1]
+
+    def ask(self, request: bytes, timeout: float) -> tuple[dict[str, torch.Tensor], Any]:
+        try:
+            channel.send_msg(self.sock, request)
+        except OSError:
+            self.kill()
+            raise WorkerLost("crashed", self._exit()) from None
+        return self._receive(timeout)
+
+    def kill(self) -> None:
+        """SIGKILL the worker through its pidfd. It is PID 1 of its own PID namespace, so everything it started
+        dies with it; where there are no PID namespaces, its pids cgroup and the zygote (a subreaper) kill
+        what is left. Never by a bare pid, which the zygote may have reaped and the system given away."""
+        self.alive = False
+        if self.pidfd is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError, OSError):
+                signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+            os.close(self.pidfd)
+            self.pidfd = None
+        self.sock.close()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def close(self) -> None:
+        self.kill()

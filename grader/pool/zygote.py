@@ -1,0 +1,417 @@
+"""The zygote: a process that imported torch (never the reference, never the secret) and runs no learner code.
+
+It forks one worker per request (~ms, instead of ~1.3 s for a fresh interpreter). It is a child
+subreaper, so anything a grading process leaves behind is re-parented here and reaped; it exits when
+the grader that started it goes away (its control socket reaches end-of-file).
+
+Control: there is no socket with a name. The grader that starts the zygote hands it one end of a
+socketpair (its *primary* connection); a trusted grading process the zygote forks for a batch gets a
+connection of its own, made by the zygote at the fork. A worker inherits none of them (every fd but
+its own channel is closed at the fork), so no process that runs learner code can send the zygote a
+command. Lines, one per request:
+- `spawn` with the worker's socket attached (SCM_RIGHTS) -> `<pid>`: fork a worker, in a PID namespace
+  of its own where the kernel offers one;
+- `grader MODULE:FUNCTION` (primary connection only) with a socket attached -> `<pid>`: fork a trusted grading
+  process for a batch (grader.instructor.batch), which learns the secret only afterwards, over that socket;
+- `status <pid>` -> the exit status once that child has been reaped, else `none`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import importlib
+import os
+import re
+import selectors
+import signal
+import socket
+import subprocess
+import sys
+import time
+from typing import Any
+
+from grader.sandbox import landlock  # its libc handle: loaded once, here, rather than again in every worker
+from grader.settings import KATA_ROOT
+
+PR_SET_CHILD_SUBREAPER = 36
+PR_SET_NAME = 15
+CLONE_NEWPID = 0x20000000
+ORPHAN_SCAN_INTERVAL = 0.5  # seconds
+ENTRY = re.compile(r"grader(\.\w+)+:\w+")  # a grading process's entry point, module:function
+MAX_LINE = 256
+ROOT = KATA_ROOT
+
+
+def _subreaper() -> bool:
+    try:
+        return landlock.libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def set_name(name: str) -> None:
+    """The process's name in ps, top and perf (15 bytes): attn-zygote, attn-worker, attn-grade."""
+    with contextlib.suppress(OSError, AttributeError):
+        landlock.libc.prctl(PR_SET_NAME, ctypes.c_char_p(name.encode()[:15]), 0, 0, 0)
+
+
+def _own_pid_namespace() -> int:
+    """An fd on our own PID namespace, to return to after each worker's fork; -1 where there is none."""
+    try:
+        return os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return -1
+
+
+def _close_all_but(keep: set[int]) -> None:
+    """In a freshly forked child: close every fd it inherited except `keep` (and stdio)."""
+    low = 3
+    for fd in sorted(keep):
+        if fd >= low:
+            os.closerange(low, fd)
+            low = fd + 1
+    os.closerange(low, 1 << 20)
+
+
+class _Conn:
+    """One control connection: what it has sent so far (a trusted client never sends more than a line)."""
+
+    def __init__(self, sock: socket.socket, primary: bool):
+        self.sock, self.primary = sock, primary
+        self.buf, self.fds = b"", []
+
+    def read(self) -> list[tuple[str, list[int]]] | None:
+        """The complete lines received so far, each with the fds that came with it; None at end-of-file."""
+        try:
+            msg, fds, _, _ = socket.recv_fds(self.sock, MAX_LINE, 4, socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            return []
+        except OSError:
+            return None
+        if not msg:
+            for fd in fds:
+                os.close(fd)
+            return None
+        self.buf += msg
+        self.fds += fds
+        lines = []
+        while b"\n" in self.buf:
+            line, _, self.buf = self.buf.partition(b"\n")
+            lines.append((line.decode(errors="replace").strip(), self.fds))
+            self.fds = []
+        if len(self.buf) > MAX_LINE:  # not a client of ours
+            return None
+        return lines
+
+
+def serve(primary: socket.socket) -> None:
+    from grader.pool import preload  # noqa: F401 - torch and the worker code, warmed with plain torch operations
+    from grader.sandbox import confine as sandbox
+    from grader.worker import serve as worker
+
+    _subreaper()
+    set_name("attn-zygote")
+    # fault injection for the tests only (tests/test_hostile.py proves its leftover detector with it)
+    faults = set(os.environ.get("ATTN_KATA_TEST_FAULTS", "").split(","))
+    pidns = -1 if "no_pidns" in faults else _own_pid_namespace()
+    statuses: dict[int, int] = {}
+    workers: set[int] = set()
+    graders: set[int] = set()  # trusted grading processes forked for a batch (grader/batch.py)
+    stale_groups: set[int] = set()  # pids cgroups of finished workers, to empty and remove
+    last_scan = 0.0
+    sandbox.remove_stale_cgroups()
+    sel = selectors.DefaultSelector()
+    conns: dict[int, _Conn] = {}
+
+    def add(sock: socket.socket, is_primary: bool) -> None:
+        conns[sock.fileno()] = _Conn(sock, is_primary)
+        sel.register(sock, selectors.EVENT_READ)
+
+    def drop(c: _Conn) -> None:
+        sel.unregister(c.sock)
+        del conns[c.sock.fileno()]
+        c.sock.close()
+
+    def shut_down() -> None:
+        for pid in workers:  # not reaped yet, so these pids are still theirs
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        for pid in workers | stale_groups:  # by cgroup membership, never by a pid that may be reused
+            sandbox.remove_cgroup(pid)
+        _reap_all(graders)
+        os._exit(0)
+
+    def fork_child(kind: str, channel_fd: int, entry: str = "") -> tuple[int, socket.socket | None]:
+        control = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM) if kind == "grader" else None
+        new_ns = kind == "spawn" and pidns >= 0 and landlock.libc.unshare(CLONE_NEWPID) == 0
+        pid = os.fork()
+        if pid == 0:  # the worker (PID 1 of its own namespace), or a trusted grading process
+            try:
+                keep = {channel_fd} | ({control[1].fileno()} if control else set())
+                _close_all_but(keep)  # no control connection, no pidns fd, nothing else reaches the child
+                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                if kind == "spawn":
+                    set_name("attn-worker")
+                    worker.entry(channel_fd)
+                else:  # forked before it knows the secret; it asks us for its workers over its own connection
+                    set_name("attn-grade")
+                    attach(control[1])  # type: ignore[index]
+                    # the entry point the primary connection named (grader.instructor.batch:grading_process);
+                    # the pool itself knows nothing of batches
+                    module, _, function = entry.partition(":")
+                    getattr(importlib.import_module(module), function)(channel_fd)
+            finally:
+                os._exit(0)
+        if new_ns and landlock.libc.setns(pidns, CLONE_NEWPID) != 0:
+            # every later child would land in that worker's namespace: start over instead
+            os.kill(pid, signal.SIGKILL)  # our child, not reaped: still ours
+            shut_down()
+        if control is not None:
+            control[1].close()
+        return pid, control[0] if control else None
+
+    add(primary, True)
+    while True:
+        events = sel.select(timeout=0.2)
+        for key, _ in events:
+            c = conns[key.fd]
+            lines = c.read()
+            if lines is None:
+                if c.primary:  # the grader exited: so do we, and so does everything we forked
+                    shut_down()
+                drop(c)
+                continue
+            for line, fds in lines:
+                verb, _, arg = line.partition(" ")
+                grading = verb == "grader" and c.primary and ENTRY.fullmatch(arg) is not None
+                if (verb == "spawn" or grading) and len(fds) == 1:
+                    pid, control = fork_child(verb, fds[0], arg)
+                    os.close(fds[0])
+                    (workers if verb == "spawn" else graders).add(pid)
+                    if control is not None:
+                        add(control, False)
+                    answer = f"{pid}\n"
+                elif verb == "status" and arg.isdigit() and not fds:
+                    answer = f"{statuses.get(int(arg), 'none')}\n"
+                else:
+                    for fd in fds:
+                        os.close(fd)
+                    answer = "error\n"
+                with contextlib.suppress(OSError):
+                    c.sock.sendall(answer.encode())
+        reaped = False
+        while True:  # reap workers and whatever they left behind
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+            statuses[pid] = status
+            reaped = True
+            if pid in workers:
+                workers.discard(pid)
+                stale_groups.add(pid)
+            graders.discard(pid)
+            if len(statuses) > 10000:
+                statuses.pop(next(iter(statuses)))
+        now = time.monotonic()
+        if "no_reaping" in faults:
+            stale_groups.clear()
+            continue
+        if (reaped or not events) and now - last_scan > ORPHAN_SCAN_INTERVAL:
+            # a worker is PID 1 of its own namespace, so what it leaves dies with it; this catches what a
+            # grading process (or a worker where there are no PID namespaces) left re-parented here
+            _kill_orphans(workers | graders)
+            last_scan = now
+        for pid in list(stale_groups):
+            if sandbox.remove_cgroup(pid):
+                stale_groups.discard(pid)
+
+
+def _reap_all(graders: set[int], patience: float = 2.0) -> None:
+    """Before the zygote exits: stop the grading processes still running (the batch ends them itself when
+    it finishes; these are left only when it was killed) and reap every child, so that all the CPU they
+    used is accounted to whoever started us."""
+    for pid in graders:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + patience
+    while time.monotonic() < deadline:
+        try:
+            pid, _status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if not pid:
+            time.sleep(0.005)
+
+
+def _kill_orphans(workers: set[int]) -> None:
+    """Whatever a child left behind is re-parented here (subreaper): kill it."""
+    me = str(os.getpid())
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) in workers:
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                ppid = f.read().rsplit(b")", 1)[1].split()[1].decode()
+        except (OSError, IndexError):
+            continue
+        if ppid == me:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(int(entry), signal.SIGKILL)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = argv if argv is not None else sys.argv[1:]
+    serve(socket.socket(fileno=int(args[0])))
+
+
+def running(pid: int) -> bool:
+    """Does process `pid` exist (a zombie not yet reaped counts)?"""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def exit_status(raw: Any) -> str:
+    """Describe a waitpid status for a learner."""
+    try:
+        status = int(raw)
+    except (TypeError, ValueError):
+        return "exited"
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        try:
+            return f"killed by {signal.Signals(sig).name}"
+        except ValueError:
+            return f"killed by signal {sig}"
+    return f"exited with status {os.WEXITSTATUS(status)}"
+
+
+class Zygote:
+    """A zygote and this process's control connection to it. Without `conn`, starts one (a fresh
+    `python -I` with a filtered environment: it inherits nothing of ours but that connection); with
+    `conn`, uses the zygote that forked this process (a batch's grading process)."""
+
+    def __init__(self, conn: socket.socket | None = None) -> None:
+        self.owner = os.getpid()
+        self.proc: subprocess.Popen | None = None
+        if conn is not None:
+            self.conn, self.pid = conn, os.getppid()
+            return
+        self.conn, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        code = f"import sys; sys.path.insert(0, {str(ROOT)!r}); from grader.pool.zygote import main; main()"
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-I", "-c", code, str(theirs.fileno())],
+                pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                stderr=None if os.environ.get("ATTN_KATA_DEBUG") else subprocess.DEVNULL, start_new_session=True,
+                env=_zygote_env())
+        finally:
+            theirs.close()
+        self.pid = self.proc.pid
+
+    def alive(self) -> bool:
+        if os.getpid() != self.owner:  # a plain fork of our process must not share our connection
+            return False
+        if self.proc is not None:
+            return self.proc.poll() is None
+        return running(self.pid)
+
+    def stop(self, wait: float = 5.0) -> None:
+        """Close our connection (the zygote then exits, reaping all it forked) and wait for it, so that its
+        CPU time and its children's are accounted to this process."""
+        with contextlib.suppress(OSError):
+            self.conn.close()
+        if self.proc is not None and os.getpid() == self.owner:
+            try:
+                self.proc.wait(timeout=wait)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def _ask(self, line: str, fds: list[int] | None = None) -> str:
+        self.conn.settimeout(60)  # the first answer waits for the zygote to import torch
+        socket.send_fds(self.conn, [line.encode() + b"\n"], fds or [])
+        data = b""
+        while not data.endswith(b"\n"):
+            chunk = self.conn.recv(256)
+            if not chunk:
+                raise OSError("zygote closed the connection")
+            data += chunk
+            if len(data) > 64:
+                raise OSError("garbled answer from the zygote")
+        try:
+            return data.decode().strip()
+        except UnicodeDecodeError:
+            raise OSError("garbled answer from the zygote") from None
+
+    def spawn(self, fd: int) -> int:
+        return int(self._ask("spawn", [fd]))
+
+    def grader(self, fd: int, entry: str) -> int:
+        """Fork a trusted grading process that runs `entry` ("module:function") on `fd` (grader.instructor.batch);
+        only the connection that started the zygote may ask."""
+        return int(self._ask(f"grader {entry}", [fd]))
+
+    def status(self, pid: int) -> str:
+        return self._ask(f"status {pid}")
+
+
+def _zygote_env() -> dict[str, str]:
+    keep = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+            "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "ATTN_KATA_TEST_FAULTS")
+    env = {k: os.environ[k] for k in keep if k in os.environ}
+    env.setdefault("OMP_NUM_THREADS", "1")
+    # malloc's heap in transparent huge pages: the ~80 MB that importing torch leaves there is then a few
+    # dozen page-table entries instead of ~20k, which roughly halves what each fork and each worker's exit
+    # cost (benchmarks/bench_grade.py). glibc < 2.35 ignores the tunable.
+    env["GLIBC_TUNABLES"] = "glibc.malloc.hugetlb=1"
+    return env
+
+
+_ZYGOTE: Zygote | None = None
+
+
+def zygote(fresh: bool = False) -> Zygote:
+    """This process's zygote; `fresh` replaces one that stopped answering."""
+    global _ZYGOTE
+    if fresh and _ZYGOTE is not None:
+        if _ZYGOTE.proc is not None and os.getpid() == _ZYGOTE.owner:
+            with contextlib.suppress(OSError):
+                _ZYGOTE.proc.kill()
+        with contextlib.suppress(OSError):
+            _ZYGOTE.conn.close()
+        _ZYGOTE = None
+    if _ZYGOTE is None or not _ZYGOTE.alive():
+        _ZYGOTE = Zygote()
+    return _ZYGOTE
+
+
+def attach(conn: socket.socket) -> None:
+    """In a grading process the zygote forked: use that zygote, over the connection it made for us."""
+    global _ZYGOTE
+    _ZYGOTE = Zygote(conn)
+
+
+def stop() -> None:
+    """Stop this process's zygote, if it started one, and reap it."""
+    global _ZYGOTE
+    if _ZYGOTE is not None:
+        _ZYGOTE.stop()
+        _ZYGOTE = None
+
+
+def warm_up() -> None:
+    """Start the zygote now: it imports torch while this process goes on."""
+    zygote()
+
+
+if __name__ == "__main__":
+    main()

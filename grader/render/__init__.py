@@ -1,0 +1,1 @@
+"""Reports for people: terminal tables, heatmaps, the HTML report."""

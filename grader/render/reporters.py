@@ -1,0 +1,79 @@
+"""Turn a Report into what each reader needs: a terminal table, JSON, Gradescope's results.json."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from grader import i18n
+from grader.grading.report import Report
+from grader.i18n import _
+
+STATUS_STYLE = {"passed": "green", "partial": "yellow", "failed": "red", "not_started": "dim", "error": "magenta"}
+
+
+def to_json(report: Report) -> str:
+    return json.dumps(report.to_dict(), ensure_ascii=False, indent=2, sort_keys=False)
+
+
+def table(report: Report, console: Console, lang: str = "en", verbose: bool = True) -> None:
+    with i18n.using(lang):
+        _table(report, console, lang, verbose)
+
+
+def _table(report: Report, console: Console, lang: str, verbose: bool) -> None:
+    head = _("step")
+    t = Table(title=f"{report.submission}: {report.score:g} / {report.max_score:g}", title_justify="left",
+              show_lines=False, expand=False)
+    t.add_column("#", justify="right")
+    t.add_column(head)
+    t.add_column(_("status"))
+    t.add_column(_("score"), justify="right")
+    from grader.registry import BY_ID
+
+    for s in report.steps:
+        status = i18n.status(s.status)
+        t.add_row(str(BY_ID[s.id].number), f"{s.id}\n[dim]{s.title}[/dim]" if verbose else s.id,
+                  Text(status, style=STATUS_STYLE.get(s.status, "")), f"{s.score:g}/{s.max_score:g}")
+        if not verbose or s.status in ("passed", "not_started"):
+            continue
+        if s.status == "error" and s.message:
+            t.add_row("", Text(f"  ! {s.message}", style="magenta"), "", "")
+            continue
+        for c in s.checks:
+            if not c.passed:
+                line = Text("  ✗ ", style="red")
+                line.append(c.name, style="bold")
+                line.append(f"\n    {c.message}")
+                t.add_row("", line, "", "")
+        for d in getattr(s, "diagnoses", None) or []:
+            label = _("diagnosis: ")
+            t.add_row("", Text(f"  ⚑ {label}{d.get('message', '')}", style="cyan"), "", "")
+    console.print(t)
+    for note in report.notes:
+        console.print(Text(_("note: {note}").format(note=note), style="dim"))
+
+
+def gradescope(report: Report, execution_time: float | None = None) -> dict[str, Any]:
+    """Gradescope's results.json: one test per check, named by step and check."""
+    tests = []
+    from grader.registry import BY_ID
+
+    for s in report.steps:
+        number = BY_ID[s.id].number
+        for c in s.checks:
+            output = c.message if not c.passed else ""
+            if s.status in ("not_started", "error") and s.message:
+                output = s.message
+            tests.append({"name": f"{number}. {s.id}: {c.name}", "score": c.score, "max_score": c.max_score,
+                          "status": "passed" if c.passed else "failed", "output": output,
+                          "visibility": "visible", "tags": [s.id]})
+    out: dict[str, Any] = {"score": report.score, "max_score": report.max_score, "tests": tests,
+                           "visibility": "visible", "stdout_visibility": "hidden"}
+    if execution_time is not None:
+        out["execution_time"] = round(execution_time, 3)
+    return out

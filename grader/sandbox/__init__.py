@@ -1,0 +1,1 @@
+"""The trust boundary's mechanics: confinement of a worker, its channel and what crosses it."""

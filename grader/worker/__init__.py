@@ -1,0 +1,1 @@
+"""The untrusted side: imports a submission and runs probes on it. Imports nothing trusted."""

@@ -1,0 +1,203 @@
+"""Probes: the code that exercises a submission's names on given inputs.
+
+The same probe runs twice: in a worker on the learner's names, and in the grader on the
+reference's. Probes only *produce* outputs (tensors, plus short facts as JSON-able values);
+all judging happens in the checks, in the trusted process.
+
+A probe is `fn(ns, inputs, **params) -> dict`, where `ns` maps public names to objects and
+`inputs` holds the tensors the grader generated from its private, seeded generators.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import torch
+import torch.nn as nn
+
+from grader.i18n import N_, Msg
+
+Outputs = dict[str, Any]  # str -> torch.Tensor | JSON-able fact
+PROBES: dict[str, Callable[..., Outputs]] = {}
+
+
+class WrongType(Msg):
+    """The learner's code returned something that is not what the step asks for.
+
+    It carries a msgid and parameters (never a language): the trusted side words it for the report."""
+
+
+NO_PARAMETER = N_("the module has no parameter `{name}` of shape {shape} (it has: {have})")
+NO_PARAMETER_AT_ALL = N_("the module has no parameter `{name}` of shape {shape} (it has none)")
+# every template a worker may send back (probes here, the worker's own in grader/worker.py)
+MESSAGES = frozenset({
+    N_("{what} returned {type}, expected a torch.Tensor"),
+    NO_PARAMETER,
+    NO_PARAMETER_AT_ALL,
+    N_("parameter `{name}` has shape {shape}, expected {want}"),
+    N_("{cls}(...) built a {type}, expected an nn.Module"),
+    N_("`{name}` is not defined"),
+    N_("{key}: unsupported tensor ({dtype}, {layout})"),
+    N_("{key}: a result of {n} elements is far larger than this step's answer"),
+})
+
+
+def probe(fn: Callable[..., Outputs]) -> Callable[..., Outputs]:
+    PROBES[fn.__name__] = fn
+    return fn
+
+
+def _tensor(value: Any, what: str) -> torch.Tensor:
+    if not isinstance(value, torch.Tensor):
+        raise WrongType("{what} returned {type}, expected a torch.Tensor", what=what, type=type(value).__name__)
+    return value
+
+
+def _args(inputs: Mapping[str, torch.Tensor], names: list[str], grad: bool) -> list[torch.Tensor]:
+    args = [inputs[n].clone() for n in names]
+    if grad:
+        for a in args:
+            if a.is_floating_point():
+                a.requires_grad_(True)
+    return args
+
+
+@probe
+def call(ns: Mapping[str, Any], inputs: Mapping[str, torch.Tensor], *, fn: str, args: list[str],
+         consts: list[Any] | None = None, grad: bool = False, repeat: int = 1) -> Outputs:
+    """Call fn(*tensors, *consts); report its output, what became of its inputs, and input gradients."""
+    arg_tensors = _args(inputs, args, grad)
+    before = [a.detach().clone() for a in arg_tensors]
+    out: Outputs = {}
+    for r in range(repeat):
+        result = _tensor(ns[fn](*arg_tensors, *(consts or [])), f"{fn}()")
+        out["out" if r == 0 else f"out{r}"] = result
+    out["inputs_modified"] = any(not torch.equal(b, a.detach()) for b, a in zip(before, arg_tensors, strict=True))
+    result = out["out"]
+    out["requires_grad"] = bool(result.requires_grad)
+    if grad:
+        g = inputs["grad_out"] if "grad_out" in inputs else torch.ones_like(result)
+        if result.requires_grad and g.shape == result.shape:
+            (result * g).sum().backward()
+        for name, a in zip(args, arg_tensors, strict=True):
+            if a.grad is not None:
+                out[f"grad.{name}"] = a.grad
+    return out
+
+
+def _load_weights(module: nn.Module, weights: Mapping[str, torch.Tensor]) -> None:
+    """Copy the grader's weights into the learner's module by parameter name and shape."""
+    params = dict(module.named_parameters())
+    for name, w in weights.items():
+        if name not in params:
+            have = ", ".join(f"{n} {tuple(p.shape)}" for n, p in params.items())
+            raise WrongType(NO_PARAMETER if have else NO_PARAMETER_AT_ALL, name=name, shape=str(tuple(w.shape)),
+                            have=have)
+        p = params[name]
+        if tuple(p.shape) != tuple(w.shape):
+            raise WrongType("parameter `{name}` has shape {shape}, expected {want}", name=name,
+                            shape=str(tuple(p.shape)), want=str(tuple(w.shape)))
+        with torch.no_grad():
+            p.copy_(w)
+
+
+def _structure(module: nn.Module) -> dict[str, Any]:
+    return {
+        "params": {n: list(p.shape) for n, p in module.named_parameters()},
+        "buffers": {n: [list(b.shape), str(b.dtype)] for n, b in module.named_buffers()},
+        "children": {n: type(m).__name__ for n, m in module.named_children()},
+        "attrs": {a: getattr(module, a) for a in ("head_dim", "num_heads", "d_out")
+                  if isinstance(getattr(module, a, None), int)},
+        "heads": [type(h).__name__ for h in module.heads] if isinstance(getattr(module, "heads", None),
+                                                                         nn.ModuleList) else None,
+        "heads_type": type(getattr(module, "heads", None)).__name__,
+        "n_unique_params": len({id(p) for p in module.parameters()}),
+    }
+
+
+def _build(ns: Mapping[str, Any], cls: str, ctor: dict[str, Any], seed: int | None) -> nn.Module:
+    if seed is not None:
+        torch.default_generator.manual_seed(seed)  # = torch.manual_seed on the CPU, without CUDA set-up
+    module = ns[cls](**ctor)
+    if not isinstance(module, nn.Module):
+        raise WrongType("{cls}(...) built a {type}, expected an nn.Module", cls=cls, type=type(module).__name__)
+    return module
+
+
+@probe
+def module(ns: Mapping[str, Any], inputs: Mapping[str, torch.Tensor], *, cls: str, ctor: dict[str, Any],
+           train: bool = False, grad: bool = False, load: bool = True, seed: int | None = None,
+           extra_x: list[str] | None = None, structure: bool = False) -> Outputs:
+    """Build a module, load the grader's weights (inputs `w.<param>`), run it on `x` (and extra inputs)."""
+    m = _build(ns, cls, ctor, seed)
+    out: Outputs = {"structure": _structure(m)} if structure else {}
+    if load:
+        _load_weights(m, {k[2:]: v for k, v in inputs.items() if k.startswith("w.")})
+    m.train(train)
+    x = inputs["x"].clone()
+    y = _tensor(m(x), f"{cls}.forward()")
+    out["out"] = y
+    for i, name in enumerate(extra_x or []):
+        out[f"out{i + 1}"] = _tensor(m(inputs[name].clone()), f"{cls}.forward()")
+    if grad:
+        g = inputs["grad_out"]
+        if y.requires_grad and g.shape == y.shape:
+            (y * g).sum().backward()
+        out["grads"] = {n: p.grad is not None and bool(p.grad.abs().sum() > 0) for n, p in m.named_parameters()}
+        for n, p in m.named_parameters():
+            if p.grad is not None:
+                out[f"grad.{n}"] = p.grad
+    return out
+
+
+@probe
+def construct(ns: Mapping[str, Any], inputs: Mapping[str, torch.Tensor], *, cls: str,
+              ctor: dict[str, Any]) -> Outputs:
+    """Only build the module: does the constructor accept (or reject) these arguments?"""
+    return {"structure": _structure(_build(ns, cls, ctor, None))}
+
+
+@probe
+def book_example(ns: Mapping[str, Any], inputs: Mapping[str, torch.Tensor], *, cls: str, ctor: dict[str, Any],
+                 seed: int) -> Outputs:
+    """The chapter's printed example: torch.manual_seed(seed), build, forward the chapter's inputs."""
+    m = _build(ns, cls, ctor, seed)
+    m.eval()
+    return {"out": _tensor(m(inputs["x"].clone()), f"{cls}.forward()")}
+
+
+@probe
+def transfer(ns: Mapping[str, Any], inputs: Mapping[str, torch.Tensor], *, d_in: int, d_out: int) -> Outputs:
+    """Exercise 3.1: build a v2 with the grader's weights and a fresh v1, transfer, compare."""
+    sa_v2 = ns["SelfAttention_v2"](d_in, d_out)
+    _load_weights(sa_v2, {k[2:]: v for k, v in inputs.items() if k.startswith("w.")})
+    sa_v1 = ns["SelfAttention_v1"](d_in, d_out)
+    returned = ns["transfer_weights"](sa_v2, sa_v1)
+    if isinstance(returned, nn.Module):
+        sa_v1 = returned
+    x = inputs["x"].clone()
+    out: Outputs = {"out_v1": _tensor(sa_v1(x), "SelfAttention_v1.forward()"), "out_v2": sa_v2(x)}
+    out["v1_param_types"] = {n: type(getattr(sa_v1, n, None)).__name__ for n in ("W_query", "W_key", "W_value")}
+    for n in ("W_query", "W_key", "W_value"):
+        p = getattr(sa_v1, n, None)
+        if isinstance(p, torch.Tensor):
+            out[f"v1.{n}"] = p
+        out[f"v2.{n}"] = getattr(sa_v2, n).weight
+    return out
+
+
+@probe
+def dropout_average(ns: Mapping[str, Any], inputs: Mapping[str, torch.Tensor], *, cls: str,
+                    ctor: dict[str, Any], copies: int) -> Outputs:
+    """Run one input `copies` times in a batch in training mode: dropout's mean must match eval."""
+    m = _build(ns, cls, ctor, None)
+    _load_weights(m, {k[2:]: v for k, v in inputs.items() if k.startswith("w.")})
+    x = inputs["x"].clone()  # (1, num_tokens, d_in)
+    m.eval()
+    with torch.no_grad():
+        eval_out = _tensor(m(x), f"{cls}.forward()")
+        m.train()
+        samples = _tensor(m(x.expand(copies, *x.shape[1:]).contiguous()), f"{cls}.forward()")
+    return {"eval": eval_out, "mean": samples.mean(dim=0, keepdim=True), "sample": samples[:2],
+            "std": samples.std(dim=0, keepdim=True)}

@@ -1,0 +1,255 @@
+"""The untrusted side: a forked process that imports a submission and runs probes on it.
+
+It holds no reference outputs and makes no judgement. It receives inputs and sends back
+outputs over a private pipe, as safetensors bytes (grader/channel.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.abc
+import importlib.util
+import linecache
+import socket
+import sys
+import time
+import traceback
+import types
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+
+from grader.registry import ALL_NAMES
+from grader.sandbox import channel
+from grader.sandbox import confine as sandbox
+from grader.worker import probes
+
+MAX_MESSAGE = 500
+_ABSENT = object()
+MAX_RESULT_ELEMENTS = 4_000_000  # per case; honest answers are a few thousand
+
+
+class UnitFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Serves the submission's files as importable modules, from memory."""
+
+    def __init__(self, units: list[tuple[str, str, str]]):
+        self.sources = {}
+        for module, label, source in units:
+            if module not in self.sources:
+                self.sources[module] = (label, source)
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> importlib.machinery.ModuleSpec | None:
+        if fullname in self.sources:
+            return importlib.util.spec_from_loader(fullname, self, origin=self.sources[fullname][0])
+        return None
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> None:
+        return None
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        label, source = self.sources[module.__name__]
+        _remember(label, source)
+        exec(compile(source, label, "exec"), module.__dict__)
+
+
+def _remember(label: str, source: str) -> None:
+    linecache.cache[label] = (len(source), None, source.splitlines(True), label)
+
+
+def describe_error(exc: BaseException, labels: set[str]) -> dict[str, Any]:
+    """Exception name, message and the deepest line of the learner's own code."""
+    where = None
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if frame.filename in labels:
+            where = {"file": frame.filename, "line": frame.lineno, "code": (frame.line or "")[:200]}
+    if isinstance(exc, SyntaxError) and exc.filename in labels:
+        where = {"file": exc.filename, "line": exc.lineno, "code": (exc.text or "").strip()[:200]}
+    text = str(exc)
+    return {"exception": type(exc).__name__, "message": text[:MAX_MESSAGE], "where": where}
+
+
+def load_units(units: list[tuple[str, str, str]]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Execute the submission. Returns (public names found, per-module load errors)."""
+    finder = UnitFinder(units)
+    sys.meta_path.insert(0, finder)
+    ns: dict[str, Any] = {}
+    errors: dict[str, Any] = {}
+    labels = {label for _, label, _ in units}
+    notebook = {}  # module name -> module, for cell-by-cell execution
+    for module, label, source in units:
+        try:
+            if label.startswith("cell "):
+                mod = notebook.setdefault(module, types.ModuleType(module))
+                sys.modules.setdefault(module, mod)
+                _remember(label, source)
+                exec(compile(source, label, "exec"), mod.__dict__)
+            elif module not in sys.modules:
+                importlib.import_module(module)
+        except BaseException as exc:
+            errors.setdefault(module, describe_error(exc, labels))
+            if label.startswith("cell "):
+                errors[module].setdefault("cells", []).append(label)
+    for module in dict.fromkeys(m for m, _, _ in units):
+        mod = sys.modules.get(module)
+        for name in ALL_NAMES:
+            if mod is not None and name in vars(mod) and name not in ns:
+                ns[name] = vars(mod)[name]
+    return ns, errors
+
+
+def load_reference(units: list[tuple[str, str, str]], uses: list[str]) -> dict[str, Any]:
+    """The reference of earlier steps, as the trusted side sent it for a step that builds on them (only
+    once those steps' results are final). Its modules live in sys.modules only while they load, so the
+    learner's own `from causal_attention import ...` keeps finding the learner's module."""
+    finder = UnitFinder(units)
+    modules = [m for m, _, _ in units]
+    saved = {m: sys.modules.pop(m) for m in modules if m in sys.modules}
+    sys.meta_path.insert(0, finder)
+    ref: dict[str, Any] = {}
+    try:
+        for module in modules:
+            mod = importlib.import_module(module)
+            ref.update({n: vars(mod)[n] for n in uses if n in vars(mod)})
+    finally:
+        sys.meta_path.remove(finder)
+        for m in modules:
+            sys.modules.pop(m, None)
+        sys.modules.update(saved)
+    return ref
+
+
+@contextlib.contextmanager
+def substituted(ns: dict[str, Any], names: tuple[str, ...], uses: list[str],
+                ref: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Swap the reference in for earlier steps' names, where the learner's code looks them up."""
+    saved: list[tuple[dict[str, Any], str, Any]] = []
+    view = dict(ns)
+    for use in uses:
+        if use not in ref:
+            continue
+        view[use] = ref[use]
+        for name in names:
+            obj = ns.get(name)
+            mod = sys.modules.get(getattr(obj, "__module__", "") or "")
+            if mod is not None:  # also where the learner never defined it (a wrapper-only file)
+                saved.append((vars(mod), use, vars(mod).get(use, _ABSENT)))
+                vars(mod)[use] = ref[use]
+    try:
+        yield view
+    finally:
+        for globs, use, old in reversed(saved):
+            if old is _ABSENT:
+                globs.pop(use, None)
+            else:
+                globs[use] = old
+
+
+def _plain(value: Any) -> Any:
+    """Facts cross as JSON: only plain containers and scalars."""
+    if isinstance(value, bool | int | str) or value is None:
+        return value
+    if isinstance(value, float):
+        return value if value == value and abs(value) != float("inf") else str(value)
+    if isinstance(value, dict):
+        return {str(k)[:200]: _plain(v) for k, v in list(value.items())[:200]}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in list(value)[:200]]
+    return str(value)[:200]
+
+
+def _msg(msgid: str, **params: Any) -> dict[str, Any]:
+    """A message as the English text plus its template and parameters: the grader words it in the report's
+    language (the worker knows none)."""
+    plain = {k: v if isinstance(v, int | float) else str(v)[:200] for k, v in params.items()}
+    return {"message": str(probes.WrongType(msgid, **plain))[:MAX_MESSAGE], "msgid": msgid, "params": plain}
+
+
+def run_case(ns: dict[str, Any], case: dict[str, Any], inputs: dict[str, torch.Tensor],
+             labels: set[str]) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
+    sandbox.reset_torch_state(case["seed"])
+    try:
+        outputs = probes.PROBES[case["probe"]](ns, inputs, **case["params"])
+    except NotImplementedError as exc:
+        return {"status": "not_started", **describe_error(exc, labels)}, {}
+    except KeyError as exc:
+        missing = exc.args[0] if exc.args else None
+        if missing in ALL_NAMES and missing not in ns:
+            return {"status": "missing", **_msg("`{name}` is not defined", name=missing)}, {}
+        return {"status": "error", **describe_error(exc, labels)}, {}
+    except probes.WrongType as exc:
+        return {"status": "wrong_type", **_msg(exc.msgid, **exc.params)}, {}
+    except MemoryError as exc:
+        return {"status": "memory", **describe_error(exc, labels)}, {}
+    except BaseException as exc:
+        return {"status": "error", **describe_error(exc, labels)}, {}
+    tensors: dict[str, torch.Tensor] = {}
+    facts: dict[str, Any] = {}
+    for key, value in outputs.items():
+        if isinstance(value, torch.Tensor):
+            t = value.as_subclass(torch.Tensor) if type(value) is not torch.Tensor else value
+            if t.is_complex() or t.layout != torch.strided:
+                return {"status": "wrong_type", **_msg("{key}: unsupported tensor ({dtype}, {layout})", key=key,
+                                                       dtype=str(t.dtype), layout=str(t.layout))}, {}
+            tensors[key] = t
+            if sum(v.numel() for v in tensors.values()) > MAX_RESULT_ELEMENTS:
+                return {"status": "wrong_type", **_msg("{key}: a result of {n} elements is far larger than this "
+                                                       "step's answer", key=key, n=t.numel())}, {}
+        else:
+            facts[key] = _plain(value)
+    return {"status": "ok", "facts": facts}, tensors
+
+
+def serve(sock: socket.socket) -> None:
+    """Worker main loop: receive the submission, load it, then answer one request per step."""
+    _, setup = channel.decode(channel.recv_msg(sock))
+    cpu = {"forked": time.process_time()}  # where a worker's CPU goes: benchmarks/bench_grade.py prints it
+    sandbox.confine(setup.get("config") or {})
+    cpu["confined"] = time.process_time()
+    # the layers, sent before a line of the submission runs: what the learner's code sends later on this
+    # channel can never claim (or deny) a layer
+    channel.send_msg(sock, channel.encode({}, {"layers": sandbox.LAYERS}))
+    units = [tuple(u) for u in setup["units"]]
+    labels = {label for _, label, _ in units}
+    ns, errors = load_units(units)  # type: ignore[arg-type]
+    kinds = {name: ("class" if isinstance(obj, type) else "callable" if callable(obj) else type(obj).__name__)
+             for name, obj in ns.items()}
+    cpu["loaded"] = time.process_time()
+    channel.send_msg(sock, channel.encode({}, {"names": kinds, "errors": errors, "layers": sandbox.LAYERS,
+                                               "cpu": cpu}))
+    while True:
+        try:
+            request = channel.recv_msg(sock)
+        except EOFError:
+            return
+        tensors, doc = channel.decode(request)
+        report: dict[str, Any] = {}
+        out: dict[str, torch.Tensor] = {}
+        names = tuple(doc["names"])
+        ref = load_reference([tuple(u) for u in doc.get("reference") or []], doc["uses"]) if doc["uses"] else {}
+        with substituted(ns, names, doc["uses"], ref) as view:
+            exhausted = None
+            for case in doc["cases"]:
+                cname = case["name"]
+                if exhausted is not None:  # one memory bomb per step is enough
+                    report[cname] = dict(exhausted)
+                    continue
+                inputs = {k.split("/", 1)[1]: v for k, v in tensors.items() if k.split("/", 1)[0] == cname}
+                t0 = time.perf_counter()
+                report[cname], outputs = run_case(view, case, inputs, labels)
+                report[cname]["ms"] = round((time.perf_counter() - t0) * 1000, 2)  # informational only
+                if report[cname]["status"] == "memory":
+                    exhausted = report[cname]
+                out.update({f"{cname}/{k}": v for k, v in outputs.items()})
+        sandbox.reset_torch_state(0)
+        channel.send_msg(sock, channel.encode(out, {"cases": report, "cpu": time.process_time()}))
+
+
+def entry(fd: int) -> None:
+    """Forked from the zygote: never let anything escape as a traceback on the grader's terminal."""
+    try:
+        serve(socket.socket(fileno=fd))
+    except BaseException:
+        pass
+    finally:
+        sandbox.hard_exit()
