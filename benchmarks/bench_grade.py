@@ -37,8 +37,9 @@ def main() -> None:
         cold.append(time.perf_counter() - t)
     print(f"cold `attn-kata grade` (fresh process): median {statistics.median(cold):.2f} s of {len(cold)}")
 
-    from grader import engine, zygote
-    from grader.session import Worker
+    from grader.grading import engine
+    from grader.pool import zygote
+    from grader.pool.session import Worker
 
     zygote.warm_up()
     engine.grade(args.path)
