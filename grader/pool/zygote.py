@@ -107,44 +107,80 @@ class _Conn:
 
 def serve(primary: socket.socket) -> None:
     from grader.pool import preload  # noqa: F401 - torch and the worker code, warmed with plain torch operations
-    from grader.sandbox import confine as sandbox
-    from grader.worker import serve as worker
 
     _subreaper()
     set_name("attn-zygote")
-    # fault injection for the tests only (tests/test_hostile.py proves its leftover detector with it)
-    faults = set(os.environ.get("ATTN_KATA_TEST_FAULTS", "").split(","))
-    pidns = -1 if "no_pidns" in faults else _own_pid_namespace()
-    statuses: dict[int, int] = {}
-    workers: set[int] = set()
-    graders: set[int] = set()  # trusted grading processes forked for a batch (grader/batch.py)
-    stale_groups: set[int] = set()  # pids cgroups of finished workers, to empty and remove
-    last_scan = 0.0
-    sandbox.remove_stale_cgroups()
-    sel = selectors.DefaultSelector()
-    conns: dict[int, _Conn] = {}
+    _Server(primary).run()
 
-    def add(sock: socket.socket, is_primary: bool) -> None:
-        conns[sock.fileno()] = _Conn(sock, is_primary)
-        sel.register(sock, selectors.EVENT_READ)
 
-    def drop(c: _Conn) -> None:
-        sel.unregister(c.sock)
-        del conns[c.sock.fileno()]
+class _Server:
+    """The zygote's loop, in named parts: read requests, fork, reap, tidy up after workers."""
+
+    def __init__(self, primary: socket.socket):
+        from grader.sandbox import confine
+        from grader.worker import serve as worker
+
+        self.sandbox, self.worker = confine, worker
+        # fault injection for the tests only (tests/test_hostile.py proves its leftover detector with it)
+        self.faults = set(os.environ.get("ATTN_KATA_TEST_FAULTS", "").split(","))
+        self.pidns = -1 if "no_pidns" in self.faults else _own_pid_namespace()
+        self.statuses: dict[int, int] = {}
+        self.workers: set[int] = set()
+        self.graders: set[int] = set()  # trusted grading processes forked for a batch
+        self.stale_groups: set[int] = set()  # cgroups of finished workers, to empty and remove
+        self.last_scan = 0.0
+        self.sel = selectors.DefaultSelector()
+        self.conns: dict[int, _Conn] = {}
+        confine.remove_stale_cgroups()
+        self.add(primary, True)
+
+    def add(self, sock: socket.socket, is_primary: bool) -> None:
+        self.conns[sock.fileno()] = _Conn(sock, is_primary)
+        self.sel.register(sock, selectors.EVENT_READ)
+
+    def drop(self, c: _Conn) -> None:
+        self.sel.unregister(c.sock)
+        del self.conns[c.sock.fileno()]
         c.sock.close()
 
-    def shut_down() -> None:
-        for pid in workers:  # not reaped yet, so these pids are still theirs
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
-        for pid in workers | stale_groups:  # by cgroup membership, never by a pid that may be reused
-            sandbox.remove_cgroup(pid)
-        _reap_all(graders)
-        os._exit(0)
+    def run(self) -> None:
+        while True:
+            events = self.sel.select(timeout=0.2)
+            for key, _ in events:
+                self.handle(self.conns[key.fd])
+            reaped = self.reap()
+            self.tidy(reaped, idle=not events)
 
-    def fork_child(kind: str, channel_fd: int, entry: str = "") -> tuple[int, socket.socket | None]:
+    def handle(self, c: _Conn) -> None:
+        lines = c.read()
+        if lines is None:
+            if c.primary:  # the grader exited: so do we, and so does everything we forked
+                self.shut_down()
+            self.drop(c)
+            return
+        for line, fds in lines:
+            with contextlib.suppress(OSError):
+                c.sock.sendall(self.answer(c, line, fds).encode())
+
+    def answer(self, c: _Conn, line: str, fds: list[int]) -> str:
+        verb, _, arg = line.partition(" ")
+        grading = verb == "grader" and c.primary and ENTRY.fullmatch(arg) is not None
+        if (verb == "spawn" or grading) and len(fds) == 1:
+            pid, control = self.fork(verb, fds[0], arg)
+            os.close(fds[0])
+            (self.workers if verb == "spawn" else self.graders).add(pid)
+            if control is not None:
+                self.add(control, False)
+            return f"{pid}\n"
+        for fd in fds:
+            os.close(fd)
+        if verb == "status" and arg.isdigit() and not fds:
+            return f"{self.statuses.get(int(arg), 'none')}\n"
+        return "error\n"
+
+    def fork(self, kind: str, channel_fd: int, entry: str = "") -> tuple[int, socket.socket | None]:
         control = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM) if kind == "grader" else None
-        new_ns = kind == "spawn" and pidns >= 0 and landlock.libc.unshare(CLONE_NEWPID) == 0
+        new_ns = kind == "spawn" and self.pidns >= 0 and landlock.libc.unshare(CLONE_NEWPID) == 0
         pid = os.fork()
         if pid == 0:  # the worker (PID 1 of its own namespace), or a trusted grading process
             try:
@@ -153,7 +189,7 @@ def serve(primary: socket.socket) -> None:
                 signal.signal(signal.SIGCHLD, signal.SIG_DFL)
                 if kind == "spawn":
                     set_name("attn-worker")
-                    worker.entry(channel_fd)
+                    self.worker.entry(channel_fd)
                 else:  # forked before it knows the secret; it asks us for its workers over its own connection
                     set_name("attn-grade")
                     attach(control[1])  # type: ignore[index]
@@ -163,71 +199,57 @@ def serve(primary: socket.socket) -> None:
                     getattr(importlib.import_module(module), function)(channel_fd)
             finally:
                 os._exit(0)
-        if new_ns and landlock.libc.setns(pidns, CLONE_NEWPID) != 0:
+        if new_ns and landlock.libc.setns(self.pidns, CLONE_NEWPID) != 0:
             # every later child would land in that worker's namespace: start over instead
             os.kill(pid, signal.SIGKILL)  # our child, not reaped: still ours
-            shut_down()
+            self.shut_down()
         if control is not None:
             control[1].close()
         return pid, control[0] if control else None
 
-    add(primary, True)
-    while True:
-        events = sel.select(timeout=0.2)
-        for key, _ in events:
-            c = conns[key.fd]
-            lines = c.read()
-            if lines is None:
-                if c.primary:  # the grader exited: so do we, and so does everything we forked
-                    shut_down()
-                drop(c)
-                continue
-            for line, fds in lines:
-                verb, _, arg = line.partition(" ")
-                grading = verb == "grader" and c.primary and ENTRY.fullmatch(arg) is not None
-                if (verb == "spawn" or grading) and len(fds) == 1:
-                    pid, control = fork_child(verb, fds[0], arg)
-                    os.close(fds[0])
-                    (workers if verb == "spawn" else graders).add(pid)
-                    if control is not None:
-                        add(control, False)
-                    answer = f"{pid}\n"
-                elif verb == "status" and arg.isdigit() and not fds:
-                    answer = f"{statuses.get(int(arg), 'none')}\n"
-                else:
-                    for fd in fds:
-                        os.close(fd)
-                    answer = "error\n"
-                with contextlib.suppress(OSError):
-                    c.sock.sendall(answer.encode())
+    def reap(self) -> bool:
+        """Reap finished children (workers, grading processes, whatever they left behind); did any end?"""
         reaped = False
-        while True:  # reap workers and whatever they left behind
+        while True:
             try:
                 pid, status = os.waitpid(-1, os.WNOHANG)
             except ChildProcessError:
                 break
             if pid == 0:
                 break
-            statuses[pid] = status
+            self.statuses[pid] = status
             reaped = True
-            if pid in workers:
-                workers.discard(pid)
-                stale_groups.add(pid)
-            graders.discard(pid)
-            if len(statuses) > 10000:
-                statuses.pop(next(iter(statuses)))
+            if pid in self.workers:
+                self.workers.discard(pid)
+                self.stale_groups.add(pid)
+            self.graders.discard(pid)
+            if len(self.statuses) > 10000:
+                self.statuses.pop(next(iter(self.statuses)))
+        return reaped
+
+    def tidy(self, reaped: bool, idle: bool) -> None:
+        """Kill what finished workers left behind and remove their cgroups."""
+        if "no_reaping" in self.faults:
+            self.stale_groups.clear()
+            return
         now = time.monotonic()
-        if "no_reaping" in faults:
-            stale_groups.clear()
-            continue
-        if (reaped or not events) and now - last_scan > ORPHAN_SCAN_INTERVAL:
+        if (reaped or idle) and now - self.last_scan > ORPHAN_SCAN_INTERVAL:
             # a worker is PID 1 of its own namespace, so what it leaves dies with it; this catches what a
             # grading process (or a worker where there are no PID namespaces) left re-parented here
-            _kill_orphans(workers | graders)
-            last_scan = now
-        for pid in list(stale_groups):
-            if sandbox.remove_cgroup(pid):
-                stale_groups.discard(pid)
+            _kill_orphans(self.workers | self.graders)
+            self.last_scan = now
+        for pid in list(self.stale_groups):
+            if self.sandbox.remove_cgroup(pid):
+                self.stale_groups.discard(pid)
+
+    def shut_down(self) -> None:
+        for pid in self.workers:  # not reaped yet, so these pids are still theirs
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        for pid in self.workers | self.stale_groups:  # by cgroup membership, never by a pid that may be reused
+            self.sandbox.remove_cgroup(pid)
+        _reap_all(self.graders)
+        os._exit(0)
 
 
 def _reap_all(graders: set[int], patience: float = 2.0) -> None:
