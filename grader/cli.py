@@ -17,7 +17,48 @@ from grader.settings import DEFAULT_TIMEOUT
 
 LANGS = click.Choice(["en", "zh"])
 GRADING_COMMANDS = {"check", "grade", "batch", "watch", "doctor"}
+# seconds allowed per step: a positive number, at most an hour
+TIMEOUT = click.FloatRange(min=0, min_open=True, max=3600)
 
+# exit codes (README "Exit codes"): 0 success; 1 a step fails (check), some submission could not be graded
+# (batch) or a needed sandbox layer is missing (doctor); 2 a usage error, a missing input or an output that
+# cannot be written; 3 the grader's own failure (no report, never a score); 130 interrupted (Ctrl-C)
+EXIT_USAGE, EXIT_INFRA, EXIT_INTERRUPTED = 2, 3, 130
+
+
+def fail(message: str, code: int = EXIT_USAGE) -> None:
+    """One line on stderr (names escaped: nothing a student named reaches the terminal raw), then exit."""
+    from grader.render.terminal import plain
+
+    click.echo(plain(message), err=True)
+    sys.exit(code)
+
+
+def need_input(path: Path) -> None:
+    if not path.exists() and not path.is_symlink():
+        fail(_("attn-kata: {path}: no such file or directory").format(path=path))
+
+
+def need_output(path: Path | None) -> None:
+    """An output path is checked before any grading: not a folder, and a file can be written there (tried:
+    permissions alone do not say, e.g. for root under /proc); a file made by the try is removed."""
+    if path is None:
+        return
+    if path.is_dir():
+        fail(_("attn-kata: {path} is a directory, not a file to write").format(path=path))
+    existed = path.exists()
+    try:
+        with open(path, "a", encoding="utf-8"):
+            pass
+    except OSError as exc:
+        fail(_("attn-kata: cannot write {path} ({error})").format(path=path, error=exc.strerror or exc))
+    if not existed:
+        path.unlink(missing_ok=True)
+
+
+def interrupted() -> None:
+    click.echo(_("interrupted"), err=True)
+    sys.exit(EXIT_INTERRUPTED)
 
 
 
@@ -47,7 +88,8 @@ def list_cmd(obj: dict, workspace: str) -> None:
 @main.command()
 @click.argument("steps", nargs=-1)
 @click.option("--path", "workspace", default="exercises", show_default=True, help="Your workspace.")
-@click.option("--timeout", default=DEFAULT_TIMEOUT, show_default=True, help="Seconds allowed per step.")
+@click.option("--timeout", type=TIMEOUT, default=DEFAULT_TIMEOUT, show_default=True,
+              help="Seconds allowed per step.")
 @click.option("--html", type=click.Path(path_type=Path, dir_okay=False), default=None,
               help="Also write a self-contained HTML report (heatmaps of the attention weights).")
 @click.pass_obj
@@ -55,8 +97,12 @@ def check(obj: dict, steps: tuple[str, ...], workspace: str, timeout: float, htm
     """Grade your workspace; exit 0 only when every requested step passes."""
     from grader.learner import api
 
-    ok = api.check(workspace=workspace, steps=step_ids(steps) or None, lang=obj["lang"], timeout=timeout,
-                   html=html)
+    need_output(html)
+    try:
+        ok = api.check(workspace=workspace, steps=step_ids(steps) or None, lang=obj["lang"], timeout=timeout,
+                       html=html)
+    except KeyboardInterrupt:
+        interrupted()
     if html is not None and html.exists():
         click.echo(_("HTML report: {path}").format(path=html), err=True)
     sys.exit(0 if ok else 1)
@@ -81,7 +127,8 @@ def hint(obj: dict, step: str, workspace: str, show_all: bool) -> None:
 @click.option("--secret", envvar="ATTN_KATA_SECRET", default=None, help="Key for the hidden cases "
               "(or ATTN_KATA_SECRET).")
 @click.option("--step", "steps", multiple=True, help="Grade only these steps (repeatable).")
-@click.option("--timeout", default=DEFAULT_TIMEOUT, show_default=True, help="Seconds allowed per step.")
+@click.option("--timeout", type=TIMEOUT, default=DEFAULT_TIMEOUT, show_default=True,
+              help="Seconds allowed per step.")
 @click.option("--out", type=click.Path(path_type=Path), default=None,
               help="Write the report here instead of stdout (gradescope: results.json).")
 @click.option("--allow-weak-sandbox", is_flag=True, help="With a secret: grade even where `attn-kata doctor` "
@@ -92,18 +139,33 @@ def hint(obj: dict, step: str, workspace: str, show_all: bool) -> None:
 def grade(obj: dict, path: Path, fmt: str, secret: str | None, steps: tuple[str, ...], timeout: float,
           out: Path | None, html: Path | None, allow_weak_sandbox: bool) -> None:
     """Grade one submission: a directory like exercises/, a .py file or a .ipynb notebook."""
+    from grader.instructor.discovery import EMPTY, is_workspace, kind, locate
     from grader.learner import api
     from grader.pool.session import InfrastructureError
 
+    need_input(path)
+    need_output(out)
+    need_output(html)
+    if kind(path) == "dir" and not is_workspace(path):  # one discovery (batch, Gradescope, grade)
+        found = locate(path)
+        if found.path is not None:
+            path = found.path
+        elif found.status != EMPTY:
+            fail(_("attn-kata: {path}: {reason}").format(path=path, reason=found.reason))
     try:
         text = api.grade(path=path, fmt=fmt, secret=secret, steps=step_ids(steps) or None, timeout=timeout,
                          lang=obj["lang"], to_terminal=out is None, html=html,
                          allow_weak_sandbox=allow_weak_sandbox)
+    except KeyboardInterrupt:
+        interrupted()
     except InfrastructureError as exc:  # not the submission's fault: no report, never a 0
         click.echo(_("attn-kata: grader infrastructure error, no report produced: {error}").format(error=exc), err=True)
-        sys.exit(3)
+        sys.exit(EXIT_INFRA)
     if out is not None:
-        out.write_text(text, encoding="utf-8")
+        try:
+            out.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            fail(_("attn-kata: cannot write {path} ({error})").format(path=out, error=exc.strerror or exc))
     elif text:
         click.echo(text)
     if html is not None:
@@ -113,7 +175,8 @@ def grade(obj: dict, path: Path, fmt: str, secret: str | None, steps: tuple[str,
 @main.command()
 @click.argument("step", required=False)
 @click.option("--path", "workspace", default="exercises", show_default=True, help="Your workspace.")
-@click.option("--timeout", default=DEFAULT_TIMEOUT, show_default=True, help="Seconds allowed per step.")
+@click.option("--timeout", type=TIMEOUT, default=DEFAULT_TIMEOUT, show_default=True,
+              help="Seconds allowed per step.")
 @click.pass_obj
 def watch(obj: dict, step: str | None, workspace: str, timeout: float) -> None:
     """Re-grade the current step each time you save; `n` + Enter moves on, `q` quits."""
@@ -185,14 +248,15 @@ def steps(obj: dict) -> None:
 
 
 @main.command()
-@click.argument("directory", type=click.Path(path_type=Path, file_okay=False, exists=True))
+@click.argument("directory", type=click.Path(path_type=Path))
 @click.option("--out", type=click.Path(path_type=Path, file_okay=False), required=True,
               help="Where the gradebook, reports, feedback and the index go.")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Parallel graders (default: all cores).")
 @click.option("--resume", is_flag=True, help="Keep what OUT's index already holds; grade only what is missing.")
 @click.option("--secret", envvar="ATTN_KATA_SECRET", default=None, help="Key for the hidden cases "
               "(or ATTN_KATA_SECRET).")
-@click.option("--timeout", default=DEFAULT_TIMEOUT, show_default=True, help="Seconds allowed per step.")
+@click.option("--timeout", type=TIMEOUT, default=DEFAULT_TIMEOUT, show_default=True,
+              help="Seconds allowed per step.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no summary (for scripts).")
 @click.option("--allow-weak-sandbox", is_flag=True, help="With a secret: grade even where `attn-kata doctor` "
               "finds a needed sandbox layer missing (scores may then be gamed).")
@@ -206,18 +270,25 @@ def batch(obj: dict, directory: Path, out: Path, jobs: int | None, resume: bool,
     from grader.instructor import console
     from grader.instructor.batch import GradingUnavailable
 
+    need_input(directory)
+    if not directory.is_dir():
+        fail(_("attn-kata: {path} is not a directory").format(path=directory))
+    if out.exists() and not out.is_dir():
+        fail(_("attn-kata: {path} is not a directory").format(path=out))
     try:
         result = console.batch(directory=directory, out=out, jobs=jobs, resume=resume, secret=secret, timeout=timeout,
                            lang=obj["lang"], quiet=quiet, allow_weak_sandbox=allow_weak_sandbox)
     except KeyboardInterrupt:
         click.echo(_("interrupted: what was graded is kept in {out}/index.sqlite; run the same command with --resume "
                      "to finish").format(out=out), err=True)
-        sys.exit(130)
+        sys.exit(EXIT_INTERRUPTED)
     except GradingUnavailable as exc:  # the grader's own failure: never recorded as a score
         click.echo(_("attn-kata: grader infrastructure error ({error}): what was graded is kept in "
                      "{out}/index.sqlite; run the same command with --resume to finish").format(error=exc, out=out),
                    err=True)
-        sys.exit(3)
+        sys.exit(EXIT_INFRA)
+    except OSError as exc:  # OUT cannot be written
+        fail(_("attn-kata: cannot write {path} ({error})").format(path=out, error=exc.strerror or exc))
     sys.exit(0 if result.ok else 1)
 
 

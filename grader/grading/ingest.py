@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import stat
@@ -12,12 +11,18 @@ from pathlib import Path
 from grader.i18n import _
 from grader.registry import STEPS
 
-MAX_SOURCE_BYTES = 2 * 1024 * 1024
+MAX_SOURCE_BYTES = 2 * 1024 * 1024  # code: a module, or a notebook's code cells together
+MAX_NOTEBOOK_BYTES = 32 * 1024 * 1024  # a notebook file, outputs included (they are never read)
 MAGIC = re.compile(r"^\s*([%!]|\?\?|\w+\?$)")  # %magic, %%cell, !shell, obj?
 
 
 class SubmissionError(Exception):
-    """The path is not a submission we can read (reported, never a traceback)."""
+    """The path is not a submission we can read (reported, never a traceback). `kind`: "unreadable" or
+    "too_large"."""
+
+    def __init__(self, message: str, kind: str = "unreadable"):
+        super().__init__(message)
+        self.kind = kind
 
 
 @dataclass
@@ -48,7 +53,7 @@ class Submission:
         return self.units[0].module if self.units else None
 
 
-def _read_text(path: Path) -> str:
+def _read_text(path: Path, limit: int = MAX_SOURCE_BYTES) -> str:
     """A regular file's text, opened without following a symbolic link (a submission's link could point at
     the reference or at any file the grader can read) and without blocking on a FIFO."""
     try:
@@ -63,12 +68,12 @@ def _read_text(path: Path) -> str:
         st = os.fstat(f.fileno())
         if not stat.S_ISREG(st.st_mode):
             raise SubmissionError(_("{name} is not a regular file").format(name=path.name))
-        if st.st_size > MAX_SOURCE_BYTES:
+        if st.st_size > limit:
             raise SubmissionError(_("{name} is {size} bytes; the limit is {limit}").format(
-                name=path.name, size=st.st_size, limit=MAX_SOURCE_BYTES))
-        data = f.read(MAX_SOURCE_BYTES + 1)
-    if len(data) > MAX_SOURCE_BYTES:
-        raise SubmissionError(_("{name} is over {limit} bytes").format(name=path.name, limit=MAX_SOURCE_BYTES))
+                name=path.name, size=st.st_size, limit=limit), "too_large")
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise SubmissionError(_("{name} is over {limit} bytes").format(name=path.name, limit=limit), "too_large")
     return data.decode("utf-8", errors="replace")
 
 
@@ -81,19 +86,19 @@ def _regular(path: Path) -> bool:
 
 
 def notebook_units(text: str, module: str = "notebook") -> tuple[list[Unit], list[str]]:
-    """Code cells of a notebook, with IPython magics and shell escapes commented out."""
-    try:
-        nb = json.loads(text)
-        cells = nb["cells"]
-    except (ValueError, KeyError, TypeError) as exc:
-        raise SubmissionError(_("not a readable notebook: {error}").format(error=exc)) from None
+    """Code cells of a notebook (nbformat 3 or 4, read through nbformat's own upgrade), with IPython magics
+    and shell escapes commented out. Outputs are never looked at; the code alone is held to the size limit."""
+    cells = _cells(text)
     units: list[Unit] = []
     notes: list[str] = []
     for i, cell in enumerate(cells, start=1):
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
         src = cell.get("source", "")
-        src = "".join(src) if isinstance(src, list) else str(src)
+        if isinstance(src, list) and all(isinstance(x, str) for x in src):
+            src = "".join(src)
+        elif not isinstance(src, str):
+            raise SubmissionError(_("not a readable notebook: cell {i}'s source is not text").format(i=i))
         lines = src.splitlines()
         if lines and lines[0].lstrip().startswith("%%"):
             notes.append(_("cell {i}: cell magic {magic} skipped").format(i=i, magic=lines[0].split()[0]))
@@ -105,7 +110,28 @@ def notebook_units(text: str, module: str = "notebook") -> tuple[list[Unit], lis
                 indent = line[: len(line) - len(line.lstrip())]
                 lines[j] = f"{indent}pass  # {line.strip()}"  # keeps line numbers and blocks valid
         units.append(Unit(module, f"cell {i}", "\n".join(lines)))
+    size = sum(len(u.source.encode("utf-8", "replace")) for u in units)
+    if size > MAX_SOURCE_BYTES:
+        raise SubmissionError(_("the notebook's code is {size} bytes; the limit is {limit}").format(
+            size=size, limit=MAX_SOURCE_BYTES), "too_large")
     return units, notes
+
+
+def _cells(text: str) -> list:
+    """The cells of a notebook in nbformat 4, upgraded by nbformat itself from an older version."""
+    import nbformat
+
+    try:
+        nb = nbformat.reader.reads(text)
+        if nb.get("nbformat", 0) < 4:
+            nb = nbformat.convert(nb, 4)
+        cells = nb["cells"]
+    except Exception as exc:
+        raise SubmissionError(_("not a readable notebook: {error}").format(
+            error=f"{type(exc).__name__}: {str(exc)[:200]}")) from None
+    if not isinstance(cells, list):
+        raise SubmissionError(_("not a readable notebook: {error}").format(error="cells is not a list"))
+    return cells
 
 
 def read_submission(path: str | Path) -> Submission:
@@ -127,6 +153,6 @@ def read_submission(path: str | Path) -> Submission:
     if p.suffix == ".py":
         return Submission(p, "py", [Unit("submission", p.name, _read_text(p))])
     if p.suffix == ".ipynb":
-        units, notes = notebook_units(_read_text(p))
+        units, notes = notebook_units(_read_text(p, MAX_NOTEBOOK_BYTES))
         return Submission(p, "ipynb", units, notes)
     raise SubmissionError(_("{name}: expected a directory, a .py file or a .ipynb notebook").format(name=p.name))

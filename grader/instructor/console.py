@@ -42,7 +42,7 @@ def batch(*, directory: str | Path, out: str | Path, jobs: int | None = None, re
         def start(total: int, done: int) -> None:
             state["task"] = bar.add_task("grading", total=max(total - done, 0) or None)
             if done:
-                console.print(f"resuming: {done} of {total} already graded")
+                console.print(f"resuming: {done} of {total} already graded", markup=False)
 
         def progress(n: int) -> None:
             bar.advance(state["task"], n)
@@ -56,7 +56,11 @@ def batch(*, directory: str | Path, out: str | Path, jobs: int | None = None, re
 
 
 def print_summary(result, console: Console) -> None:  # type: ignore[no-untyped-def]
+    """The class summary and the end-of-batch list; every name and reason a student controls is escaped
+    (grader.render.terminal): no markup parsed, no control sequence reaches the terminal."""
     from rich.table import Table
+
+    from grader.render.terminal import plain, text
 
     s = result.summary
     t = Table(title=f"class summary: {s['submissions']} graded, mean {s['mean'] if s['mean'] is not None else '–'}"
@@ -68,11 +72,16 @@ def print_summary(result, console: Console) -> None:  # type: ignore[no-untyped-
         t.add_row(str(st["number"]), st["id"],
                   f"{st['mean']:g}/{st['max_score']:g}" if st["mean"] is not None else "–",
                   f"{st['full_marks_share']:.0%}" if st["full_marks_share"] is not None else "–",
-                  f"{top['name']} ({top['count']})" if top else "")
+                  text(f"{top['name']} ({top['count']})") if top else "")
     console.print(t)
-    console.print(f"{result.total} submissions, {result.records} records ({result.graded_now} graded now, "
-                  f"{result.reused} from the index) in {result.seconds:.1f} s -> {result.out}")
+    console.print(text(f"{result.total} submissions, {result.records} records ({result.graded_now} graded now, "
+                       f"{result.reused} from the index) in {result.seconds:.1f} s -> {result.out}"))
+    budget = [student for student, status in result.statuses.items() if status == "over_budget"]
+    if budget:
+        console.print(text(f"{len(budget)} used up their time budget (graded on what finished): "
+                           + ", ".join(plain(b) for b in budget), style="yellow"))
     if result.not_graded:
-        console.print(f"[red]{len(result.not_graded)} could not be graded:[/red]")
+        console.print(text(f"{len(result.not_graded)} could not be graded:", style="red"))
         for student, reason in result.not_graded.items():
-            console.print(f"  {student}: {reason}")
+            status = result.statuses.get(student, "error")
+            console.print(text(f"  {plain(student)}: {status}: {plain(reason)}"))

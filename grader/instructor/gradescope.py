@@ -15,6 +15,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+from grader.instructor.discovery import locate
 from grader.settings import KATA_ROOT
 
 ROOT = KATA_ROOT
@@ -98,23 +99,9 @@ def build(*, out: str | Path = "autograder.zip", secret: str | None = None) -> P
 
 
 def find_submission(folder: Path) -> Path | None:
-    """What the student uploaded: a workspace folder (step files), else a notebook, else a .py module."""
-    from grader.registry import STEPS
-
-    if not folder.is_dir():
-        return None
-    if any((folder / s.file).is_file() for s in STEPS):
-        return folder
-    files = [f for f in sorted(folder.rglob("*")) if f.is_file() and not f.is_symlink()
-             and not {".ipynb_checkpoints", "__pycache__", "__MACOSX"}.intersection(f.relative_to(folder).parts)]
-    for suffix in (".ipynb", ".py"):
-        hits = [f for f in files if f.suffix == suffix]
-        if hits:
-            return hits[0]
-    for d in sorted(p for p in folder.rglob("*") if p.is_dir() and not p.is_symlink()):
-        if any((d / s.file).is_file() for s in STEPS):
-            return d
-    return None
+    """What the student uploaded (grader.instructor.discovery.locate): a workspace folder at any depth, else
+    the one notebook, else the one .py module; None when there is none or it is ambiguous."""
+    return locate(folder).path if folder.is_dir() else None
 
 
 def _write(path: Path, doc: dict[str, Any]) -> None:
@@ -143,11 +130,14 @@ def _run_autograder(root: Path, lang: str) -> Path:
 
     results = root / "results" / "results.json"
     start = time.monotonic()
-    target = find_submission(root / "submission")
+    found = locate(root / "submission") if (root / "submission").is_dir() else None
+    target = found.path if found is not None else None
     if target is None:
-        _write(results, {"score": 0, "output": _("No submission found: upload a .ipynb notebook, a .py file, "
-                                                   "or the files of your exercises/ folder."),
-                         "tests": [], "stdout_visibility": "visible"})
+        output = _("No submission found: upload a .ipynb notebook, a .py file, or the files of your exercises/ "
+                   "folder.")
+        if found is not None and found.status not in ("", "empty"):
+            output += " " + _("({reason})").format(reason=found.reason)
+        _write(results, {"score": 0, "output": output, "tests": [], "stdout_visibility": "visible"})
         return results
     try:
         report = engine.grade(target, lang=lang)

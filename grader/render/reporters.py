@@ -12,6 +12,7 @@ from rich.text import Text
 from grader import i18n
 from grader.grading.report import Report
 from grader.i18n import _
+from grader.render.terminal import plain, text
 
 STATUS_STYLE = {"passed": "green", "partial": "yellow", "failed": "red", "not_started": "dim", "error": "magenta"}
 
@@ -27,7 +28,7 @@ def table(report: Report, console: Console, lang: str = "en", verbose: bool = Tr
 
 def _table(report: Report, console: Console, lang: str, verbose: bool) -> None:
     head = _("step")
-    t = Table(title=f"{report.submission}: {report.score:g} / {report.max_score:g}", title_justify="left",
+    t = Table(title=text(f"{report.submission}: {report.score:g} / {report.max_score:g}"), title_justify="left",
               show_lines=False, expand=False)
     t.add_column("#", justify="right")
     t.add_column(head)
@@ -37,25 +38,25 @@ def _table(report: Report, console: Console, lang: str, verbose: bool) -> None:
 
     for s in report.steps:
         status = i18n.status(s.status)
-        t.add_row(str(BY_ID[s.id].number), f"{s.id}\n[dim]{s.title}[/dim]" if verbose else s.id,
+        t.add_row(str(BY_ID[s.id].number), Text(s.id).append(f"\n{s.title}", style="dim") if verbose else s.id,
                   Text(status, style=STATUS_STYLE.get(s.status, "")), f"{s.score:g}/{s.max_score:g}")
         if not verbose or s.status in ("passed", "not_started"):
             continue
         if s.status == "error" and s.message:
-            t.add_row("", Text(f"  ! {s.message}", style="magenta"), "", "")
+            t.add_row("", text(f"  ! {s.message}", style="magenta", newlines=True), "", "")
             continue
         for c in s.checks:
             if not c.passed:
                 line = Text("  ✗ ", style="red")
-                line.append(c.name, style="bold")
-                line.append(f"\n    {c.message}")
+                line.append(plain(c.name), style="bold")
+                line.append(f"\n    {plain(c.message, newlines=True)}")
                 t.add_row("", line, "", "")
         for d in getattr(s, "diagnoses", None) or []:
             label = _("diagnosis: ")
-            t.add_row("", Text(f"  ⚑ {label}{d.get('message', '')}", style="cyan"), "", "")
+            t.add_row("", text(f"  ⚑ {label}{d.get('message', '')}", style="cyan", newlines=True), "", "")
     console.print(t)
     for note in report.notes:
-        console.print(Text(_("note: {note}").format(note=note), style="dim"))
+        console.print(text(_("note: {note}").format(note=note), style="dim", newlines=True))
 
 
 def gradescope(report: Report, execution_time: float | None = None) -> dict[str, Any]:

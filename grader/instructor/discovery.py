@@ -1,0 +1,367 @@
+"""One discovery for batch, Gradescope and `grade`: what each student uploaded, and who they are.
+
+Rules (docs/design.md):
+- only regular files are ever candidates: a symbolic link, a FIFO, a device or a socket is never opened
+  (lstat, never stat), so nothing in a class folder can block or redirect discovery;
+- a student's identity comes from the upload's own name (their folder, their file, their archive, or the
+  member of a class export that is theirs), never from a name inside their upload;
+- a workspace (a folder of step files like `exercises/`) is found at any depth; otherwise one notebook,
+  else one module, else one archive; two candidates of the same kind are reported as ambiguous, not guessed;
+- archives are extracted under a budget shared by everything one student uploaded (nested archives
+  included), into a staging folder the batch removes at the end.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import stat
+import zipfile
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from grader.registry import STEPS
+
+SUFFIXES = (".py", ".ipynb")
+IGNORED_DIRS = {"__pycache__", ".ipynb_checkpoints", ".attn-kata", "__MACOSX", ".git"}
+# one student's budget, across every archive they uploaded (nested ones included)
+MAX_MEMBERS = 2000
+MAX_MEMBER_BYTES = 16 * 1024 * 1024
+MAX_TOTAL_BYTES = 128 * 1024 * 1024
+MAX_RATIO = 200  # uncompressed / compressed, for archives that expand past 1 MiB
+MAX_ZIP_DEPTH = 2  # an LMS export may hold one zip per student, which may hold one more
+MAX_DEPTH = 6  # how deep a workspace or a notebook is looked for inside one upload
+
+# statuses of an entry that is not graded (and "graded"); the gradebook's status column
+GRADED = "graded"
+EMPTY = "empty"
+UNREADABLE = "unreadable"
+TOO_LARGE = "too_large"
+OVER_BUDGET = "over_budget"
+REJECTED = "rejected"  # unsafe archive, symbolic link, not a regular file
+AMBIGUOUS = "ambiguous"
+ERROR = "error"  # the grader's own failure: never a score
+
+
+@dataclass
+class Entry:
+    """One submission found in DIR: what to grade, or why it cannot be."""
+
+    student: str
+    source: str  # where it came from, relative to DIR (zip members as archive.zip/member)
+    path: Path | None = None  # what engine.grade gets
+    rejected: str = ""  # the reason, when it is not graded at all
+    content_hash: str = ""
+    slug: str = ""  # file-name-safe unique name for reports/feedback
+    key: str = ""
+    status: str = ""  # set when it is not graded (one of the statuses above)
+
+
+@dataclass
+class Found:
+    """Where a submission is inside one upload, or why none can be picked."""
+
+    path: Path | None
+    status: str = ""
+    reason: str = ""
+
+
+class UnsafeArchive(Exception):
+    pass
+
+
+@dataclass
+class Budget:
+    """What one student's archives may write, all together."""
+
+    total: int = MAX_TOTAL_BYTES
+    members: int = MAX_MEMBERS
+    used: int = 0
+    count: int = 0
+    staged: list[Path] = field(default_factory=list)
+
+
+LMS_NAME = re.compile(r"^(.+?)_(?:late_|LATE_)?\d+_")
+
+
+def student_name(name: str) -> str:
+    """The student in an LMS export's file name (Canvas `smithalice_123_456_x.ipynb`,
+    Moodle `Alice Smith_123_assignsubmission_file_`), or the name without its suffix."""
+    stem = name
+    for suf in (*SUFFIXES, ".zip"):
+        if stem.lower().endswith(suf):
+            stem = stem[: -len(suf)]
+            break
+    m = LMS_NAME.match(stem + "_")
+    return (m.group(1) if m else stem).strip() or stem
+
+
+def slugify(name: str) -> str:
+    s = re.sub(r"[^\w.\- ]+", "_", name, flags=re.UNICODE).strip(" .")
+    return s[:80] or "submission"
+
+
+def kind(p: Path) -> str:
+    """"file", "dir", "link" or "other" (FIFO, device, socket, gone), from lstat: never follows, never opens."""
+    try:
+        mode = p.lstat().st_mode
+    except OSError:
+        return "other"
+    if stat.S_ISLNK(mode):
+        return "link"
+    if stat.S_ISDIR(mode):
+        return "dir"
+    return "file" if stat.S_ISREG(mode) else "other"
+
+
+def is_workspace(p: Path) -> bool:
+    return any(kind(p / s.file) == "file" for s in STEPS)
+
+
+def walk(p: Path, depth: int = MAX_DEPTH) -> Iterator[tuple[Path, str]]:
+    """(path, kind) of everything under p, never following a link, skipping editor and cache folders."""
+    try:
+        children = sorted(p.iterdir())
+    except OSError:
+        return
+    for c in children:
+        if c.name in IGNORED_DIRS or c.name.startswith("."):
+            continue
+        k = kind(c)
+        yield c, k
+        if k == "dir" and depth > 0:
+            yield from walk(c, depth - 1)
+
+
+def read_regular(path: Path, limit: int) -> bytes:
+    """A regular file's bytes, opened without following a link and without blocking on a FIFO."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            raise OSError(f"{path.name} is not a regular file")
+        return f.read(limit)
+
+
+def locate(folder: Path, staging: Path | None = None, budget: Budget | None = None, depth: int = 0) -> Found:
+    """The submission inside one student's upload (a folder): the shallowest workspace, else the one
+    notebook, else the one module, else the one archive (extracted into `staging` when given)."""
+    items = list(walk(folder))
+    links = [p for p, k in items if k == "link"]
+    if links:
+        return Found(None, REJECTED, f"contains a symbolic link ({links[0].relative_to(folder)})")
+    if is_workspace(folder):
+        return Found(folder)
+    dirs = [p for p, k in items if k == "dir" and is_workspace(p)]
+    if dirs:
+        top = min(len(d.relative_to(folder).parts) for d in dirs)
+        shallow = [d for d in dirs if len(d.relative_to(folder).parts) == top]
+        if len(shallow) > 1:
+            return Found(None, AMBIGUOUS, "several workspaces: " + ", ".join(
+                str(d.relative_to(folder)) for d in shallow[:4]))
+        return Found(shallow[0])
+    files = [p for p, k in items if k == "file"]
+    for suffix in (".ipynb", ".py", ".zip"):
+        hits = [f for f in files if f.suffix.lower() == suffix]
+        if len(hits) > 1:
+            return Found(None, AMBIGUOUS, f"several {suffix} files: " + ", ".join(
+                str(f.relative_to(folder)) for f in hits[:4]))
+        if hits and suffix != ".zip":
+            return Found(hits[0])
+        if hits:
+            if staging is None:
+                return Found(None, REJECTED, f"an archive ({hits[0].name}): upload its files instead")
+            return open_archive(hits[0], staging, budget or Budget(), depth)
+    return Found(None, EMPTY, "no .py or .ipynb file")
+
+
+def open_archive(archive: Path, staging: Path, budget: Budget, depth: int = 0) -> Found:
+    """Extract one student's archive (within their budget) and locate the submission inside it."""
+    if depth >= MAX_ZIP_DEPTH:
+        return Found(None, REJECTED, "an archive nested too deep")
+    dest = staging / hashlib.sha256(str(archive).encode()).hexdigest()[:16]
+    shutil.rmtree(dest, ignore_errors=True)
+    budget.staged.append(dest)
+    try:
+        safe_extract(archive, dest, budget)
+    except UnsafeArchive as exc:
+        shutil.rmtree(dest, ignore_errors=True)
+        return Found(None, REJECTED, f"unsafe or unreadable archive: {exc}")
+    return locate(dest, staging, budget, depth + 1)
+
+
+def safe_extract(archive: Path, dest: Path, budget: Budget | None = None) -> None:
+    """Extract a zip into dest, or raise UnsafeArchive: traversal, absolute names, symlinks,
+    encryption, too many members, too large, too compressed. Sizes are counted as bytes are
+    written, not taken from the headers (which a bomb can fake), against `budget` (one student's)."""
+    budget = budget or Budget()
+    try:
+        raw = open(read_fd(archive), "rb")  # noqa: SIM115 - closed below
+    except OSError as exc:
+        raise UnsafeArchive(f"not a readable zip archive ({exc})") from None
+    with raw:
+        try:
+            zf = zipfile.ZipFile(raw)
+        except (zipfile.BadZipFile, OSError, ValueError) as exc:
+            raise UnsafeArchive(f"not a readable zip archive ({exc})") from None
+        with zf:
+            _extract(zf, dest, budget)
+
+
+def _extract(zf: zipfile.ZipFile, dest: Path, budget: Budget) -> None:
+    infos = zf.infolist()
+    budget.count += len(infos)
+    if budget.count > budget.members:
+        raise UnsafeArchive(f"{budget.count} members; the limit is {budget.members}")
+    packed = sum(i.compress_size for i in infos)
+    for info in infos:
+        name = info.filename
+        mode = info.external_attr >> 16
+        parts = name.replace("\\", "/").split("/")
+        if name.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:", name) or ".." in parts or "\x00" in name:
+            raise UnsafeArchive(f"member {name!r} points outside the archive (path traversal)")
+        if stat.S_ISLNK(mode):
+            raise UnsafeArchive(f"member {name!r} is a symbolic link")
+        if info.flag_bits & 0x1:
+            raise UnsafeArchive(f"member {name!r} is encrypted")
+    root = dest.resolve()
+    dest.mkdir(parents=True, exist_ok=True)
+    total = 0
+    for info in infos:
+        target = (dest / info.filename.replace("\\", "/")).resolve()
+        if root != target and root not in target.parents:
+            raise UnsafeArchive(f"member {info.filename!r} points outside the archive (path traversal)")
+        if info.is_dir():
+            target.mkdir(parents=True, exist_ok=True)
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        written = 0
+        try:
+            with zf.open(info) as src, open(target, "wb") as dst:
+                while chunk := src.read(1 << 16):
+                    written += len(chunk)
+                    total += len(chunk)
+                    budget.used += len(chunk)
+                    if written > MAX_MEMBER_BYTES:
+                        raise UnsafeArchive(f"member {info.filename!r} expands past {MAX_MEMBER_BYTES} bytes")
+                    if budget.used > budget.total:
+                        raise UnsafeArchive(f"the upload expands past {budget.total} bytes (zip bomb?)")
+                    if total > (1 << 20) and total > MAX_RATIO * max(packed, 1):
+                        raise UnsafeArchive(f"the archive expands more than {MAX_RATIO}x (zip bomb?)")
+                    dst.write(chunk)
+        except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError, RuntimeError) as exc:
+            raise UnsafeArchive(f"member {info.filename!r} could not be read ({exc})") from None
+
+
+def read_fd(path: Path) -> int:
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(f"{path.name} is not a regular file")
+    return fd
+
+
+def unwrap(p: Path) -> Path:
+    """An archive that holds a single folder: look inside it."""
+    while True:
+        kids = [c for c in p.iterdir() if c.name not in IGNORED_DIRS and not c.name.startswith(".")]
+        if len(kids) == 1 and kind(kids[0]) == "dir" and not is_workspace(p):
+            p = kids[0]
+        else:
+            return p
+
+
+def upload(student: str, source: str, path: Path, staging: Path) -> Entry:
+    """Exactly one entry for one student's upload (a folder, a file or an archive), named by the upload."""
+    k = kind(path)
+    if k == "link":
+        return Entry(student, source, rejected="is a symbolic link", status=REJECTED)
+    if k == "other":
+        return Entry(student, source, rejected="is not a regular file", status=REJECTED)
+    if k == "file" and path.suffix.lower() == ".zip":
+        found = open_archive(path, staging, Budget())
+    elif k == "file":
+        found = Found(path)
+    else:
+        found = locate(path, staging, Budget())
+    if found.path is None:
+        return Entry(student, source, rejected=found.reason, status=found.status)
+    inner = source
+    if path not in (found.path, *found.path.parents):  # inside an archive: name the member it found
+        inner = f"{source}/{found.path.name}" if kind(found.path) == "file" else source
+    elif found.path != path:
+        inner = f"{source}/{found.path.relative_to(path)}"
+    return Entry(student, inner, found.path)
+
+
+def _export_members(archive: Path, staging: Path) -> list[Path] | None:
+    """A class export (an archive not named like one student's upload, holding the uploads of two or more
+    students named by the LMS): its members, one per student. None when it is one student's archive."""
+    if LMS_NAME.match(archive.name.rsplit(".", 1)[0] + "_"):
+        return None  # named after its student: whatever is inside is theirs
+    dest = staging / ("export-" + hashlib.sha256(str(archive).encode()).hexdigest()[:16])
+    shutil.rmtree(dest, ignore_errors=True)
+    try:
+        safe_extract(archive, dest, Budget(total=8 * MAX_TOTAL_BYTES, members=8 * MAX_MEMBERS))
+    except UnsafeArchive:
+        shutil.rmtree(dest, ignore_errors=True)
+        return None  # reported as that upload's problem
+    inner = unwrap(dest)
+    kids = [c for c in sorted(inner.iterdir()) if c.name not in IGNORED_DIRS and not c.name.startswith(".")]
+    named = {student_name(c.name) for c in kids if LMS_NAME.match(c.name + "_")}
+    if is_workspace(inner) or len(named) < 2:
+        shutil.rmtree(dest, ignore_errors=True)
+        return None
+    return kids
+
+
+def discover(directory: str | Path, staging: str | Path) -> list[Entry]:
+    """Every submission in DIR, one entry per upload: student folders, loose .py/.ipynb files, students'
+    archives, and LMS class exports (one entry per student inside)."""
+    root = Path(directory)
+    staging = Path(staging)
+    skip = {staging.resolve(), staging.resolve().parent}
+    out: list[Entry] = []
+    for c in sorted(root.iterdir()):
+        if c.name in IGNORED_DIRS or c.name.startswith(".") or c.resolve() in skip:
+            continue
+        k = kind(c)
+        suffix = c.suffix.lower()
+        if k in ("file", "other") and suffix not in (*SUFFIXES, ".zip"):
+            continue  # notes.txt, a stray socket: not an upload
+        if k == "file" and suffix == ".zip" and (members := _export_members(c, staging)) is not None:
+            for m in members:
+                out.append(upload(student_name(m.name), f"{c.name}/{m.name}", m, staging))
+            continue
+        out.append(upload(student_name(c.name), c.name, c, staging))
+    name_entries(out)
+    return out
+
+
+def name_entries(entries: list[Entry]) -> None:
+    seen: Counter[str] = Counter()
+    for e in entries:
+        base = slugify(e.student)
+        seen[base.lower()] += 1
+        n = seen[base.lower()]
+        e.slug = base if n == 1 else f"{base} ({n})"
+        if n > 1:
+            e.student = f"{e.student} ({n})"
+
+
+def content_hash(path: Path) -> str:
+    """What identifies a submission's content in the index (regular files only, read without blocking)."""
+    h = hashlib.sha256()
+    if kind(path) == "dir":
+        for f, k in sorted(walk(path)):
+            if k != "file" or f.suffix not in SUFFIXES:
+                continue
+            h.update(str(f.relative_to(path)).encode() + b"\0")
+            h.update(hashlib.sha256(read_regular(f, 1 << 30)).digest())
+    else:
+        h.update(b"file:" + path.suffix.encode() + b"\0")
+        h.update(read_regular(path, 1 << 30))
+    return h.hexdigest()

@@ -1,0 +1,169 @@
+"""What a batch leaves in OUT for people: the gradebook, feedback, the class summary, and the index that
+makes a batch resumable (results keyed by content, grader version and a hash of the secret)."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import os
+import re
+import sqlite3
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from grader import i18n
+from grader.i18n import N_, _
+from grader.instructor.discovery import Entry
+from grader.registry import STEPS
+
+# ---------------------------------------------------------------- keys and the index
+
+
+def secret_hash(secret: str) -> str:
+    return hashlib.sha256(b"attn-kata secret\0" + secret.encode()).hexdigest()
+
+
+def result_key(chash: str, version: str, shash: str, lang: str = "en") -> str:
+    return hashlib.sha256(f"{chash}\0{version}\0{shash}\0{lang}".encode()).hexdigest()
+
+
+class Index:
+    """SQLite, one row per graded content: safe to kill at any moment (each insert is its own transaction)."""
+
+    def __init__(self, path: Path):
+        self.db = sqlite3.connect(str(path), timeout=30, isolation_level=None)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.execute("""CREATE TABLE IF NOT EXISTS results (
+            key TEXT PRIMARY KEY, content_hash TEXT NOT NULL, grader_version TEXT NOT NULL,
+            secret_hash TEXT NOT NULL, report TEXT NOT NULL, seconds REAL, graded_at REAL)""")
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        row = self.db.execute("SELECT report FROM results WHERE key = ?", (key,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def keys(self) -> set[str]:
+        return {r[0] for r in self.db.execute("SELECT key FROM results")}
+
+    def put(self, e: Entry, version: str, shash: str, report: dict[str, Any], seconds: float) -> None:
+        self.db.execute("INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        (e.key, e.content_hash, version, shash, json.dumps(report, ensure_ascii=False),
+                         seconds, time.time()))
+
+    def clear(self) -> None:
+        self.db.execute("DELETE FROM results")
+
+    def close(self) -> None:
+        self.db.close()
+
+
+def write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "w", encoding="utf-8", newline="") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+# ---------------------------------------------------------------- outputs
+
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value: Any) -> Any:
+    if isinstance(value, str) and value.startswith(FORMULA_START):
+        return "'" + value
+    return value
+
+
+def gradebook_csv(entries: list[Entry], reports: dict[str, dict[str, Any] | None]) -> str:
+    """One row per student: a score per step, the total, the status (graded, over_budget, empty, unreadable,
+    too_large, rejected, ambiguous, error) and, when it was not graded, the one reason."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\r\n")
+    w.writerow(["student", "submission", *[s.id for s in STEPS], "total", "max_score", "status", "reason"])
+    max_total = next((r["max_score"] for r in reports.values() if r is not None), "")
+    for e in entries:
+        r = reports.get(e.slug)
+        if r is not None:
+            by = {s["id"]: s["score"] for s in r["steps"]}
+            row = [e.student, e.source, *[_num(by.get(s.id, 0)) for s in STEPS], _num(r["score"]),
+                   _num(r["max_score"]), e.status or "graded", ""]
+        else:
+            row = [e.student, e.source, *["" for _ in STEPS], 0, _num(max_total) if max_total != "" else "",
+                   e.status or "error", e.rejected]
+        w.writerow([csv_cell(c) for c in row])
+    return buf.getvalue()
+
+
+def _num(x: float) -> Any:
+    return int(x) if float(x).is_integer() else x
+
+
+def feedback_text(student: str, report: dict[str, Any] | None, reason: str = "", lang: str = "en") -> str:
+    """Plain-language feedback for one student, in `lang`."""
+    with i18n.using(lang):
+        return _feedback_text(student, report, reason)
+
+
+def _feedback_text(student: str, report: dict[str, Any] | None, reason: str) -> str:
+    number = {s.id: s.number for s in STEPS}
+    if report is None:
+        return (_("Feedback for {student}").format(student=student) + "\n\n"
+                + _("Your submission could not be graded: {reason}").format(reason=reason) + "\n"
+                + _("Please resubmit a .py file, a notebook (.ipynb) or a folder like exercises/.") + "\n")
+    lines = [_("Feedback for {student}").format(student=student),
+             _("Submission: {name}").format(name=report["submission"]),
+             _("Score: {score:g} out of {max_score:g}").format(score=report["score"], max_score=report["max_score"]),
+             ""]
+    words = {"passed": N_("passed, well done"), "partial": N_("partly right"), "failed": N_("not right yet"),
+             "not_started": N_("not started"), "error": N_("could not run")}
+    for s in report["steps"]:
+        title = s["title"]
+        if not re.match(r"^(Step|步骤)", title):
+            title = _("Step {n}. {title}").format(n=number.get(s["id"], "?"), title=title)
+        word = _(words[s["status"]]) if s["status"] in words else s["status"]
+        lines.append(f"{title}: {word} ({s['score']:g}/{s['max_score']:g})")
+        if s["status"] == "error" and s.get("message"):
+            lines.append("    " + _("What went wrong: {message}").format(message=s["message"]))
+        elif s["status"] in ("partial", "failed"):
+            for c in s["checks"]:
+                if not c["passed"]:
+                    lines.append(f"    - {c['name']}: {c['message']}" if c["message"] else f"    - {c['name']}")
+    todo = [s for s in report["steps"] if s["status"] != "passed"]
+    lines.append("")
+    if not todo:
+        lines.append(_("Every step passes. Well done!"))
+    else:
+        first = todo[0]
+        lines.append(_("Next: work on step {n} ({step}); `attn-kata hint {step}` gives a hint.").format(
+            n=number.get(first["id"], "?"), step=first["id"]))
+    for note in report.get("notes") or []:
+        lines.append(_("Note: {note}").format(note=note))
+    return "\n".join(lines) + "\n"
+
+
+def class_summary(reports: list[dict[str, Any]]) -> dict[str, Any]:
+    steps = []
+    for s in STEPS:
+        rows = [st for r in reports for st in r["steps"] if st["id"] == s.id]
+        failed: Counter[str] = Counter(c["name"] for st in rows for c in st["checks"]
+                                       if not c["passed"] and st["status"] in ("partial", "failed"))
+        top = failed.most_common(1)
+        steps.append({
+            "id": s.id, "number": s.number,
+            "max_score": rows[0]["max_score"] if rows else None,
+            "mean": round(sum(st["score"] for st in rows) / len(rows), 4) if rows else None,
+            "full_marks_share": round(sum(st["score"] == st["max_score"] for st in rows) / len(rows), 4)
+            if rows else None,
+            "most_common_failed_check": {"name": top[0][0], "count": top[0][1]} if top else None,
+        })
+    totals = [r["score"] for r in reports]
+    return {"submissions": len(reports), "mean": round(sum(totals) / len(totals), 4) if totals else None,
+            "max_score": reports[0]["max_score"] if reports else None, "steps": steps}

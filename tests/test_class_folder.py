@@ -1,0 +1,235 @@
+"""A class that one student cannot disturb (issue 11): one batch over a messy folder, real subprocesses and real
+files; plus discovery's rules one at a time, and the command line's contract (exit codes, escaping)."""
+
+from __future__ import annotations
+
+import csv
+import functools
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import submissions  # noqa: E402
+
+from grader.instructor import discovery  # noqa: E402
+
+ESC = "\x1b[2J\x1b[32mall submissions graded"
+
+
+def _run(args: list[str], **kw) -> subprocess.CompletedProcess:
+    env = {**os.environ, "ATTN_KATA_SECRET": "s3cret", "OMP_NUM_THREADS": "1", "COLUMNS": "200"}
+    return subprocess.run([sys.executable, "-m", "grader", "--lang", "en", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=600, **kw)
+
+
+def _zip(path: Path, members: dict[str, bytes]) -> Path:
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+    return path
+
+
+def _workspace_members(prefix: str = "") -> dict[str, bytes]:
+    return {f"{prefix}{f.name}": f.read_bytes() for f in sorted((ROOT / "solutions").glob("*.py"))}
+
+
+def _v3(sources: list[str], outputs: int = 0) -> str:
+    cells = [{"cell_type": "code", "input": s, "language": "python", "metadata": {}, "collapsed": False,
+              "outputs": [{"output_type": "stream", "stream": "stdout", "text": "x" * outputs}] if outputs else []}
+             for s in sources]
+    return json.dumps({"nbformat": 3, "nbformat_minor": 0, "metadata": {"name": ""},
+                       "worksheets": [{"cells": cells, "metadata": {}}]})
+
+
+def _big_outputs(mb: int) -> str:
+    nb = json.loads(submissions.notebook_source())
+    nb["cells"][0]["outputs"] = [{"output_type": "stream", "name": "stdout", "text": "y" * (mb << 20)}]
+    return json.dumps(nb)
+
+
+@pytest.fixture(scope="module")
+def messy(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, subprocess.CompletedProcess, float]:
+    d = tmp_path_factory.mktemp("messy") / "class"
+    d.mkdir()
+    # honest students, in every shape an upload takes
+    shutil.copytree(ROOT / "solutions", d / "ann" / "project" / "exercises",
+                    ignore=shutil.ignore_patterns("__pycache__"))  # a workspace one level down (and more)
+    shutil.copytree(ROOT / "solutions", d / "dan", ignore=shutil.ignore_patterns("__pycache__"))
+    inner = io.BytesIO()
+    with zipfile.ZipFile(inner, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, data in _workspace_members("exercises/").items():
+            zf.writestr(name, data)
+    _zip(d / "olga.zip", {"olga/olga_inner.zip": inner.getvalue()})  # nested zips
+    (d / "pat.ipynb").write_text(submissions.notebook_source())
+    (d / "quinn.ipynb").write_text(_v3([s for _, s in submissions.cells()]))  # nbformat 3
+    (d / "rita.ipynb").write_text(_big_outputs(3))  # 3 MB of outputs, little code
+    # hostile or broken
+    os.mkfifo(d / "zed.py")  # would block a naive discovery forever
+    _zip(d / "mallory_300_1_sub.zip", {"zoe_200_1_attention.py": b"x = 1\n"})  # forges a classmate's identity
+    (d / "eve[b]" / "[").mkdir(parents=True)  # rich markup in names: "[/b]" reaches the end-of-batch list
+    (d / "eve[b]" / "[" / "b]one.ipynb").write_text(submissions.notebook_source())
+    (d / "eve[b]" / "[" / "b]two.ipynb").write_text(submissions.notebook_source())
+    (d / f"{ESC}.py").write_text("def (\n")  # escape sequences in a name (listed at the end: unreadable)
+    (d / "empty_folder").mkdir()
+    (d / "hollow.py").write_bytes(b"")
+    (d / "broken.py").write_bytes(b"def f(:\n    pass\n")
+    (d / "garbage.ipynb").write_bytes(bytes(range(256)) * 8)
+    (d / "notnb.ipynb").write_bytes(b'{"nbformat": 4, "this is": "not a notebook"}')
+    (d / "badcell.ipynb").write_text(json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {},
+                                                 "cells": [{"cell_type": "code", "source": ["x = 1\n", 3],
+                                                            "metadata": {}, "outputs": []}]}))
+    (d / "huge.py").write_text("x = 1\n" * 600_000)  # 3.6 MB of code
+    out = d.parent / "out"
+    t0 = time.monotonic()
+    proc = _run(["batch", str(d), "--out", str(out), "--jobs", "2", "--timeout", "20"])
+    return d, out, proc, time.monotonic() - t0
+
+
+HONEST_WORKSPACES = {"ann", "dan", "olga"}
+HONEST_NOTEBOOKS = {"pat", "quinn", "rita"}
+EXPECTED = {"zed": "rejected", "mallory": "graded", "eve[b]": "ambiguous", f"{ESC}": "unreadable",
+            "empty_folder": "empty", "hollow": "empty", "broken": "unreadable", "garbage": "unreadable",
+            "notnb": "unreadable", "badcell": "unreadable", "huge": "too_large",
+            **{s: "graded" for s in HONEST_WORKSPACES | HONEST_NOTEBOOKS}}
+
+
+def _rows(out: Path) -> dict[str, dict[str, str]]:
+    rows = list(csv.DictReader(io.StringIO((out / "gradebook.csv").read_text(encoding="utf-8"))))
+    assert len(rows) == len({r["student"] for r in rows})
+    return {r["student"].lstrip("'"): r for r in rows}
+
+
+def test_every_student_gets_exactly_one_record_with_the_right_status(messy) -> None:
+    _, out, proc, seconds = messy
+    assert proc.returncode == 1, proc.stderr[-3000:]  # some could not be graded: listed, exit 1
+    rows = _rows(out)
+    assert {k: r["status"] for k, r in rows.items()} == EXPECTED
+    assert "zoe" not in rows  # identity comes from the upload's own name
+    for name in EXPECTED:
+        if EXPECTED[name] not in ("graded", "over_budget"):
+            assert rows[name]["reason"], name
+            assert rows[name]["total"] == "0"
+    assert "syntax error" in rows["broken"]["reason"]
+    assert "not a readable notebook" in rows["badcell"]["reason"]
+    assert "not a regular file" in rows["zed"]["reason"]
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    assert summary["records"] == summary["total"] == len(EXPECTED)
+    assert summary["statuses"] == {"ambiguous": 1, "empty": 2, "graded": 7, "rejected": 1, "too_large": 1,
+                                   "unreadable": 5}
+    assert {n["student"]: n["status"] for n in summary["not_graded"]} == {
+        k: v for k, v in EXPECTED.items() if v != "graded"}
+    assert seconds < 300
+
+
+def test_honest_students_get_full_marks_in_every_shape(messy) -> None:
+    _, out, _, _ = messy
+    rows = _rows(out)
+    for name in HONEST_WORKSPACES:
+        assert rows[name]["total"] == rows[name]["max_score"], name
+    reports = {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in (out / "reports").glob("*.json")}
+    for name in HONEST_NOTEBOOKS:  # nbformat 3, big outputs: the same as the plain notebook, every step passed
+        steps = {s["id"]: s for s in reports[name]["steps"]}
+        assert all(steps[s]["status"] == "passed" for s in submissions.ORDER), (name, steps)
+        assert reports[name]["score"] == reports["pat"]["score"]
+    assert rows["ann"]["submission"] == "ann/project/exercises"
+
+
+def test_feedback_names_the_one_real_problem_once(messy) -> None:
+    _, out, _, _ = messy
+    text = (out / "feedback" / "broken.txt").read_text(encoding="utf-8")
+    assert text.count("syntax error") == 1
+    assert "work on step" not in text
+    assert "could not be graded" in (out / "feedback" / "hollow.txt").read_text(encoding="utf-8")
+
+
+def test_the_terminal_output_is_clean_and_out_holds_only_results(messy) -> None:
+    _, out, proc, _ = messy
+    both = proc.stdout + proc.stderr
+    assert "\x1b[2J" not in both and "Traceback" not in both and "MarkupError" not in both
+    assert "eve[b]: ambiguous: several .ipynb files: [/b]one.ipynb" in both  # shown as it is, not parsed
+    assert "\\x1b[2J" in both  # the escape shown, not obeyed
+    assert sorted(p.name for p in out.iterdir()) == ["feedback", "gradebook.csv", "index.sqlite", "reports",
+                                                      "summary.json"]
+
+
+# ---------------------------------------------------------------- discovery's rules, one at a time
+
+
+def test_a_fifo_never_blocks_discovery(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "zed.py")
+    (tmp_path / "amy").mkdir()
+    os.mkfifo(tmp_path / "amy" / "attention.ipynb")
+    entries = discovery.discover(tmp_path, tmp_path / ".staging")
+    assert {e.student: e.status for e in entries} == {"zed": "rejected", "amy": "empty"}
+
+
+def test_nested_archives_share_one_budget(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each archive alone fits the student's budget (2 MiB here); the outer one and the one inside it together
+    do not: one budget per student across nested archives, not one per archive."""
+    monkeypatch.setattr(discovery, "Budget", functools.partial(discovery.Budget, total=2 << 20))
+    inner = io.BytesIO()
+    with zipfile.ZipFile(inner, "w") as zf:  # incompressible: no ratio check, only the budget
+        zf.writestr("part0.py", os.urandom(700 * 1024))
+        zf.writestr("part1.py", os.urandom(700 * 1024))
+    staging = tmp_path / "out" / ".staging"
+    alone = _zip(tmp_path / "nils.zip", {"x/part.py": os.urandom(1400 * 1024)})
+    assert discovery.open_archive(alone, staging, discovery.Budget()).path is not None
+    nested = _zip(tmp_path / "nora.zip", {"a.zip": inner.getvalue()})
+    found = discovery.open_archive(nested, staging, discovery.Budget())
+    assert found.path is None and "expands past" in found.reason
+
+
+def test_ambiguity_is_reported_not_guessed(tmp_path: Path) -> None:
+    (tmp_path / "a.ipynb").write_text("{}")
+    (tmp_path / "b.ipynb").write_text("{}")
+    found = discovery.locate(tmp_path)
+    assert found.path is None and found.status == "ambiguous" and "a.ipynb" in found.reason
+
+
+def test_a_student_archive_never_names_a_classmate(tmp_path: Path) -> None:
+    _zip(tmp_path / "mallory.zip", {"zoe_200_1_attention.py": b"x = 1\n"})
+    _zip(tmp_path / "yan_12_3_x.zip", {"zoe_200_1_a.py": b"x = 1\n", "ugo_201_1_a.py": b"y = 2\n"})
+    entries = discovery.discover(tmp_path, tmp_path / ".staging")
+    assert sorted(e.student for e in entries) == ["mallory", "yan"]
+
+
+# ---------------------------------------------------------------- the command line's contract
+
+
+def test_cli_contract_missing_inputs_outputs_and_numbers(tmp_path: Path) -> None:
+    missing = _run(["grade", "/nonexistent/alice.ipynb"])
+    assert missing.returncode == 2 and missing.stderr.strip().count("\n") == 0, missing.stderr
+    assert "no such file" in missing.stderr
+    no_dir = _run(["batch", str(tmp_path / "nope"), "--out", str(tmp_path / "o")])
+    assert no_dir.returncode == 2 and no_dir.stderr.strip().count("\n") == 0
+    unwritable = _run(["grade", "solutions", "--format", "json", "--out", str(tmp_path / "no" / "r.json")])
+    assert unwritable.returncode == 2 and "cannot write" in unwritable.stderr and not unwritable.stdout
+    assert "Traceback" not in unwritable.stderr
+    html = _run(["grade", "solutions", "--html", str(tmp_path)])
+    assert html.returncode == 2 and "directory" in html.stderr
+    for cmd in (["grade", "solutions"], ["check"], ["batch", str(tmp_path), "--out", str(tmp_path / "o")]):
+        bad = _run([*cmd, "--timeout", "-1"])
+        assert bad.returncode == 2, (cmd, bad.stderr)
+
+
+def test_grade_finds_a_nested_workspace_and_escapes_names(tmp_path: Path) -> None:
+    shutil.copytree(ROOT / "solutions", tmp_path / "kim" / "exercises", ignore=shutil.ignore_patterns("__pycache__"))
+    doc = json.loads(_run(["grade", str(tmp_path / "kim"), "--format", "json"]).stdout)
+    assert doc["score"] == doc["max_score"]
+    named = tmp_path / f"[bold]{ESC}.py"
+    named.write_text("x = 1\n")
+    table = _run(["grade", str(named)])
+    assert table.returncode == 0, table.stderr
+    assert "\x1b[2J" not in table.stdout and "MarkupError" not in table.stderr and "Traceback" not in table.stderr
+    assert "[bold]\\x1b[2J" in table.stdout  # markup shown as text, the escape sequence written out
