@@ -42,6 +42,7 @@ DIAGNOSED: dict[str, dict[str, list[str]]] = {
     "v2_no_scale": {"self_attention_v2": ["scale_missing"]},
     "mask_no_scale": {"causal_mask": ["scale_missing"]},
     "wrap_on_buggy_ca": {"causal_attention": ["scale_missing"]},
+    "mha_combined_qkv_no_scale": {"multihead_attention": ["scale_missing"]},  # one combined q|k|v layer
     "v1_scale_dk": {"self_attention_v1": ["scale_by_d_k"]},
     "mha_scale_d_out": {"multihead_attention": ["scale_wrong_dim"]},
     # mask filled with 0 instead of −inf

@@ -28,12 +28,13 @@ def _cases(g: Gen) -> dict[str, Case]:
 @check(STEP, N_("W_query, W_key, W_value are nn.Linear(d_in, d_out), without bias by default"))
 def _check(r: Outcome) -> None:
     s = r.got("single", "structure")
-    for name in ("W_query", "W_key", "W_value"):
-        kind = s["children"].get(name)
+    for name in ("W_query", "W_key", "W_value"):  # by role: the layer may have another name, or be combined
+        owners = [o for _n, o, _t in s["roles"].get(f"{name}.weight", [])]
+        kind = next((o for o in owners if o != "Linear"), None) or (owners and "Linear")
         expect.true(kind == "Linear",
                     _("`{name}` is {kind}, expected nn.Linear(d_in, d_out)").format(name=name, kind=kind) if kind
                     else _("`{name}` is missing, expected nn.Linear(d_in, d_out)").format(name=name))
-    extra = sorted(set(s["params"]) - set(r.want("single", "structure")["params"]))
+    extra = s["unused"]
     expect.true(not extra, _("unexpected parameters {names}: qkv_bias=False means bias=False").format(
         names=", ".join(extra)))
 

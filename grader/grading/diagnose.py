@@ -344,8 +344,10 @@ def _shared_heads(r: Outcome) -> bool:
         res = r.learner.get(case)
         heads = int(r.case_specs[case].params.get("ctor", {}).get("num_heads", 1)) if case in r.case_specs else 1
         # the probe's structured report (its template and parameters), never the English text made of them
-        if res is not None and res.status == "wrong_type" and heads > 1 and res.msgid == probes.NO_PARAMETER:
-            asked, has = str(res.params.get("name", "")), str(res.params.get("have", ""))
+        if res is not None and res.status == "wrong_type" and heads > 1 and res.msgid in (probes.NO_PARAMETER,
+                                                                                        probes.NO_ROLE):
+            asked = str(res.params.get("name", res.params.get("roles", "")))
+            has = str(res.params.get("have", ""))
             if re.match(r"heads\.[1-9]", asked) and set(re.findall(r"(?:^|, )heads\.(\d+)\.", has)) == {"0"}:
                 return True
     return False

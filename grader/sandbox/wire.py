@@ -42,7 +42,9 @@ TENSOR_DTYPES = frozenset({torch.float32, torch.float64, torch.float16, torch.bf
 _SHAPE = [int]
 FACT_TYPES: dict[str, Any] = {
     "structure": {"params": {"map": _SHAPE}, "buffers": {"map": ("tuple", _SHAPE, str)}, "children": {"map": str},
-                  "attrs": {"map": int}, "heads": ("nullable", [str]), "heads_type": str, "n_unique_params": int},
+                  "attrs": {"map": int}, "heads": ("nullable", [str]), "heads_type": str, "n_unique_params": int,
+                  # which of the learner's parameters play each of the grader's (name, owner type, transposed)
+                  "roles": {"map": [("tuple", str, str, bool)]}, "unused": [str]},
     "grads": {"map": bool},
     "inputs_modified": bool,
     "requires_grad": bool,

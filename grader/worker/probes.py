@@ -17,6 +17,7 @@ import torch
 import torch.nn as nn
 
 from grader.i18n import N_, Msg
+from grader.worker import roles
 
 Outputs = dict[str, Any]  # str -> torch.Tensor | JSON-able fact
 PROBES: dict[str, Callable[..., Outputs]] = {}
@@ -30,11 +31,17 @@ class WrongType(Msg):
 
 NO_PARAMETER = N_("the module has no parameter `{name}` of shape {shape} (it has: {have})")
 NO_PARAMETER_AT_ALL = N_("the module has no parameter `{name}` of shape {shape} (it has none)")
+NO_ROLE = N_("no parameter of yours could be matched to {roles} (your parameters: {have}): name them as the book "
+             "does (W_query, W_key, W_value, out_proj), or so that each name says query, key, value or out")
+PLAIN_LIST = N_("`self.{attr}` is a plain Python {type}: the modules in it are hidden from .parameters(), "
+                "state_dict() and .to(); keep them in an nn.ModuleList")
 # every template a worker may send back (probes here, the worker's own in grader/worker.py)
 MESSAGES = frozenset({
     N_("{what} returned {type}, expected a torch.Tensor"),
     NO_PARAMETER,
     NO_PARAMETER_AT_ALL,
+    NO_ROLE,
+    PLAIN_LIST,
     N_("parameter `{name}` has shape {shape}, expected {want}"),
     N_("{cls}(...) built a {type}, expected an nn.Module"),
     N_("`{name}` is not defined"),
@@ -86,40 +93,83 @@ def call(ns: Mapping[str, Any], inputs: Mapping[str, torch.Tensor], *, fn: str, 
     return out
 
 
-def _load_weights(module: nn.Module, weights: Mapping[str, torch.Tensor]) -> None:
-    """Copy the grader's weights into the learner's module by parameter name and shape."""
+def _load_weights(module: nn.Module, weights: Mapping[str, torch.Tensor]) -> list[roles.Piece]:
+    """Copy the grader's weights (named like the reference's parameters) into the learner's module by role
+    (grader.worker.roles): the same names, or names that say query/key/value/out, or a unique shape."""
+    if not weights:
+        return []
+    try:
+        pieces = roles.match(module, weights)
+    except roles.NoMatch as exc:
+        _explain(module, exc, weights)
+        raise  # not reached: _explain always raises
+    roles.load(pieces, weights)
+    return pieces
+
+
+def _explain(module: nn.Module, exc: roles.NoMatch, weights: Mapping[str, torch.Tensor]) -> None:
+    """One message for a module the weights cannot be loaded into: its one real cause where it is known."""
+    for sub in module.modules():
+        for attr, value in vars(sub).items():
+            if isinstance(value, list | tuple) and value and all(isinstance(v, nn.Module) for v in value):
+                raise WrongType(PLAIN_LIST, attr=attr, type=type(value).__name__)
+    if exc.shape is not None:
+        name, shape, want = exc.shape
+        raise WrongType("parameter `{name}` has shape {shape}, expected {want}", name=name, shape=str(shape),
+                        want=str(want))
     params = dict(module.named_parameters())
-    for name, w in weights.items():
-        if name not in params:
-            have = ", ".join(f"{n} {tuple(p.shape)}" for n, p in params.items())
-            raise WrongType(NO_PARAMETER if have else NO_PARAMETER_AT_ALL, name=name, shape=str(tuple(w.shape)),
-                            have=have)
-        p = params[name]
-        if tuple(p.shape) != tuple(w.shape):
-            raise WrongType("parameter `{name}` has shape {shape}, expected {want}", name=name,
-                            shape=str(tuple(p.shape)), want=str(tuple(w.shape)))
-        with torch.no_grad():
-            p.copy_(w)
+    if not params:
+        first = exc.roles[0]
+        raise WrongType(NO_PARAMETER_AT_ALL, name=first, shape=str(tuple(weights[first].shape)), have="")
+    have = ", ".join(f"{n} {tuple(p.shape)}" for n, p in params.items())
+    want = ", ".join(f"{n} {tuple(weights[n].shape)}" for n in exc.roles)
+    raise WrongType(NO_ROLE, roles=want, have=have)
+
+
+def _roles(pieces: list[roles.Piece]) -> dict[str, list[list[Any]]]:
+    """For each of the grader's names: the learner's parameters that play it, their owner, their orientation."""
+    out: dict[str, list[list[Any]]] = {}
+    for pc in pieces:
+        entry = [pc.pname, pc.owner, pc.transposed]
+        if entry not in out.setdefault(pc.ref, []):
+            out[pc.ref].append(entry)
+    return out
+
+
+def _heads(module: nn.Module) -> Any:
+    """`self.heads`, or else the module's one nn.ModuleList (its heads by another name)."""
+    if hasattr(module, "heads"):
+        return module.heads
+    lists = [m for m in module.children() if isinstance(m, nn.ModuleList)]
+    return lists[0] if len(lists) == 1 else None
 
 
 def _structure(module: nn.Module) -> dict[str, Any]:
+    heads = _heads(module)
     return {
         "params": {n: list(p.shape) for n, p in module.named_parameters()},
         "buffers": {n: [list(b.shape), str(b.dtype)] for n, b in module.named_buffers()},
         "children": {n: type(m).__name__ for n, m in module.named_children()},
         "attrs": {a: getattr(module, a) for a in ("head_dim", "num_heads", "d_out")
                   if isinstance(getattr(module, a, None), int)},
-        "heads": [type(h).__name__ for h in module.heads] if isinstance(getattr(module, "heads", None),
-                                                                         nn.ModuleList) else None,
-        "heads_type": type(getattr(module, "heads", None)).__name__,
+        "heads": [type(h).__name__ for h in heads] if isinstance(heads, nn.ModuleList) else None,
+        "heads_type": type(heads).__name__,
         "n_unique_params": len({id(p) for p in module.parameters()}),
+        "roles": {},  # filled in once the grader's weights are matched (_roles)
+        "unused": [],
     }
+
+
+# the book's order of the constructors' parameters: it calls them positionally, and so does the grader (a learner's
+# may be named otherwise: input_dim, ctx_length, ...)
+CTOR_ORDER = ("d_in", "d_out", "context_length", "dropout", "num_heads", "qkv_bias")
 
 
 def _build(ns: Mapping[str, Any], cls: str, ctor: dict[str, Any], seed: int | None) -> nn.Module:
     if seed is not None:
         torch.default_generator.manual_seed(seed)  # = torch.manual_seed on the CPU, without CUDA set-up
-    module = ns[cls](**ctor)
+    args = [ctor[k] for k in CTOR_ORDER if k in ctor]
+    module = ns[cls](*args, **{k: v for k, v in ctor.items() if k not in CTOR_ORDER})
     if not isinstance(module, nn.Module):
         raise WrongType("{cls}(...) built a {type}, expected an nn.Module", cls=cls, type=type(module).__name__)
     return module
@@ -132,8 +182,11 @@ def module(ns: Mapping[str, Any], inputs: Mapping[str, torch.Tensor], *, cls: st
     """Build a module, load the grader's weights (inputs `w.<param>`), run it on `x` (and extra inputs)."""
     m = _build(ns, cls, ctor, seed)
     out: Outputs = {"structure": _structure(m)} if structure else {}
-    if load:
-        _load_weights(m, {k[2:]: v for k, v in inputs.items() if k.startswith("w.")})
+    weights = {k[2:]: v for k, v in inputs.items() if k.startswith("w.")}
+    pieces = _load_weights(m, weights) if load else []
+    if structure:
+        out["structure"]["roles"] = _roles(pieces)
+        out["structure"]["unused"] = sorted({n for n, _p in m.named_parameters()} - {pc.pname for pc in pieces})
     m.train(train)
     x = inputs["x"].clone()
     y = _tensor(m(x), f"{cls}.forward()")
@@ -144,18 +197,32 @@ def module(ns: Mapping[str, Any], inputs: Mapping[str, torch.Tensor], *, cls: st
         g = inputs["grad_out"]
         if y.requires_grad and g.shape == y.shape:
             (y * g).sum().backward()
-        out["grads"] = {n: p.grad is not None and bool(p.grad.abs().sum() > 0) for n, p in m.named_parameters()}
-        for n, p in m.named_parameters():
-            if p.grad is not None:
-                out[f"grad.{n}"] = p.grad
+        # in the grader's names (a learner's parameters may play them under other names, split or combined)
+        out["grads"] = {}
+        for n, gr in roles.grads(pieces, weights).items():
+            out["grads"][n] = gr is not None and bool(gr.abs().sum() > 0)
+            if gr is not None:
+                out[f"grad.{n}"] = gr
     return out
 
 
 @probe
 def construct(ns: Mapping[str, Any], inputs: Mapping[str, torch.Tensor], *, cls: str,
               ctor: dict[str, Any]) -> Outputs:
-    """Only build the module: does the constructor accept (or reject) these arguments?"""
-    return {"structure": _structure(_build(ns, cls, ctor, None))}
+    """Only build the module: does the constructor accept (or reject) these arguments? With weights (inputs
+    `w.<param>`), also which of its parameters play which of the grader's (none is loaded)."""
+    m = _build(ns, cls, ctor, None)
+    s = _structure(m)
+    weights = {k[2:]: v for k, v in inputs.items() if k.startswith("w.")}
+    if weights:
+        try:
+            pieces = roles.match(m, weights)
+        except roles.NoMatch as exc:
+            _explain(m, exc, weights)
+            raise
+        s["roles"] = _roles(pieces)
+        s["unused"] = sorted({n for n, _p in m.named_parameters()} - {pc.pname for pc in pieces})
+    return {"structure": s}
 
 
 @probe
