@@ -258,11 +258,12 @@ def steps(obj: dict) -> None:
 @click.option("--timeout", type=TIMEOUT, default=DEFAULT_TIMEOUT, show_default=True,
               help="Seconds allowed per step.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no summary (for scripts).")
+@click.option("--step", "steps", multiple=True, help="Grade only these steps (repeatable).")
 @click.option("--allow-weak-sandbox", is_flag=True, help="With a secret: grade even where `attn-kata doctor` "
               "finds a needed sandbox layer missing (scores may then be gamed).")
 @click.pass_obj
 def batch(obj: dict, directory: Path, out: Path, jobs: int | None, resume: bool, secret: str | None,
-          timeout: float, quiet: bool, allow_weak_sandbox: bool) -> None:
+          timeout: float, quiet: bool, allow_weak_sandbox: bool, steps: tuple[str, ...]) -> None:
     """Grade every submission in DIRECTORY (folders, .py, .ipynb, LMS zip exports) into OUT.
 
     Exit 0 when every submission got a report, 1 when some could not be graded (listed).
@@ -277,7 +278,8 @@ def batch(obj: dict, directory: Path, out: Path, jobs: int | None, resume: bool,
         fail(_("attn-kata: {path} is not a directory").format(path=out))
     try:
         result = console.batch(directory=directory, out=out, jobs=jobs, resume=resume, secret=secret, timeout=timeout,
-                           lang=obj["lang"], quiet=quiet, allow_weak_sandbox=allow_weak_sandbox)
+                           lang=obj["lang"], quiet=quiet, allow_weak_sandbox=allow_weak_sandbox,
+                           steps=step_ids(steps) or None)
     except KeyboardInterrupt:
         click.echo(_("interrupted: what was graded is kept in {out}/index.sqlite; run the same command with --resume "
                      "to finish").format(out=out), err=True)

@@ -233,3 +233,37 @@ def test_grade_finds_a_nested_workspace_and_escapes_names(tmp_path: Path) -> Non
     assert table.returncode == 0, table.stderr
     assert "\x1b[2J" not in table.stdout and "MarkupError" not in table.stderr and "Traceback" not in table.stderr
     assert "[bold]\\x1b[2J" in table.stdout  # markup shown as text, the escape sequence written out
+
+
+def test_a_submission_that_hangs_everywhere_costs_about_its_budget(tmp_path: Path) -> None:
+    """Every name of every step hangs: the submission is graded on what finished (nothing) with the status
+    over_budget, in about two step time-outs (its wall-clock budget), not one per step; a classmate is untouched."""
+    from grader.registry import STEPS
+
+    d = tmp_path / "class"
+    d.mkdir()
+    names = sorted({n for s in STEPS for n in s.names})
+    (d / "hang.py").write_text("".join(f"def {n}(*a, **k):\n    while True:\n        pass\n\n\n" for n in names))
+    shutil.copytree(ROOT / "solutions", d / "honest", ignore=shutil.ignore_patterns("__pycache__"))
+    t0 = time.monotonic()
+    proc = _run(["batch", str(d), "--out", str(tmp_path / "out"), "--jobs", "2", "--timeout", "2"])
+    seconds = time.monotonic() - t0
+    assert proc.returncode == 0, proc.stderr[-2000:]  # graded (on what finished): not an ungraded record
+    rows = _rows(tmp_path / "out")
+    assert rows["hang"]["status"] == "over_budget" and rows["hang"]["total"] == "0"
+    assert rows["honest"]["status"] == "graded" and rows["honest"]["total"] == rows["honest"]["max_score"]
+    assert "used up their time budget" in proc.stdout
+    assert seconds < 60, seconds  # one time-out per step would be 2 s x every step, plus a re-import each
+
+
+def test_nbgrader_reads_a_malformed_notebook_as_that_students_zero(tmp_path: Path) -> None:
+    from grader.instructor.nbgrader_support import read_notebook
+
+    bad = [{"cells": [{"cell_type": "code", "source": ["x = 1\n", 3], "metadata": {}}]}, {"cells": [5]},
+           {"cells": [{"cell_type": "code", "source": "x", "metadata": {"nbgrader": 7}}]}, {"cells": 3}, [1]]
+    for i, nb in enumerate(bad):
+        (tmp_path / f"{i}.ipynb").write_text(json.dumps(nb))
+        assert read_notebook(tmp_path / f"{i}.ipynb") == (None, [])
+    (tmp_path / "ok.ipynb").write_text(submissions.notebook_source())
+    nb, cells = read_notebook(tmp_path / "ok.ipynb")
+    assert nb is not None and cells

@@ -130,7 +130,8 @@ def _collect_one(job: tuple[int, str]) -> tuple[int, Any, str, float]:
     i, path = job
     start = time.monotonic()
     try:
-        col = engine.collect(path, secret=_GRADE_ARGS["secret"], timeout=_GRADE_ARGS["timeout"],
+        col = engine.collect(path, steps=_GRADE_ARGS.get("steps"), secret=_GRADE_ARGS["secret"],
+                             timeout=_GRADE_ARGS["timeout"],
                              lang=_GRADE_ARGS["lang"], config={"require_strong": _GRADE_ARGS.get("require_strong")})
         return i, col, "", time.monotonic() - start
     except WeakSandbox:
@@ -298,9 +299,9 @@ def _grade_in_pool(chunks: list[list[tuple[int, str]]], jobs: int, settings: dic
 def run_batch(*, directory: str | Path, out: str | Path, jobs: int | None = None, resume: bool = False,
               secret: str | None = None, timeout: float | None = None, lang: str = "en",
               progress: Callable[[int], Any] | None = None, start: Callable[[int, int], Any] | None = None,
-              allow_weak_sandbox: bool = False) -> BatchResult:
-    """Grade every submission in `directory` into `out`. `start(total, already_done)` and
-    `progress(n_done_now)` let a caller draw a progress bar."""
+              allow_weak_sandbox: bool = False, steps: list[str] | None = None) -> BatchResult:
+    """Grade every submission in `directory` into `out` (only `steps`, when given). `start(total, already_done)`
+    and `progress(n_done_now)` let a caller draw a progress bar."""
     t0 = time.monotonic()
     directory, out = Path(directory), Path(out)
     if not directory.is_dir():
@@ -311,7 +312,8 @@ def run_batch(*, directory: str | Path, out: str | Path, jobs: int | None = None
     staging = out / ".staging"
     try:
         entries = discover(directory, staging)
-        screen_entries(entries, version, shash, lang)
+        # a result is indexed for the steps it covers, too
+        screen_entries(entries, version, shash, f"{lang}:{','.join(steps)}" if steps else lang)
         index = Index(out / "index.sqlite")
         try:
             if not resume:
@@ -320,13 +322,14 @@ def run_batch(*, directory: str | Path, out: str | Path, jobs: int | None = None
             if start:
                 start(len(entries), len(entries) - sum(len(g) for g in groups))
             failures = grade_groups(groups, index, out, version, shash, jobs=jobs, secret=secret, timeout=timeout,
-                                    lang=lang, progress=progress, allow_weak_sandbox=allow_weak_sandbox)
+                                    lang=lang, progress=progress, allow_weak_sandbox=allow_weak_sandbox,
+                                    steps=steps)
             reports = final_records(entries, index, out, failures, lang)
         finally:
             index.close()
     finally:
         shutil.rmtree(staging, ignore_errors=True)  # OUT holds nothing but results
-    summary = write_outputs(entries, reports, out)
+    summary = write_outputs(entries, reports, out, steps)
     not_graded = {e.student: e.rejected for e in entries if reports.get(e.slug) is None}
     return BatchResult(len(entries), len(groups), len(entries) - sum(len(g) for g in groups), len(entries),
                        not_graded, time.monotonic() - t0, summary, out,
@@ -387,7 +390,8 @@ def pending(entries: list[Entry], done: set[str]) -> list[list[Entry]]:
 
 def grade_groups(groups: list[list[Entry]], index: Index, out: Path, version: str, shash: str, *,
                  jobs: int | None, secret: str, timeout: float | None, lang: str,
-                 progress: Callable[[int], Any] | None, allow_weak_sandbox: bool) -> dict[str, str]:
+                 progress: Callable[[int], Any] | None, allow_weak_sandbox: bool,
+                 steps: list[str] | None = None) -> dict[str, str]:
     """Grade each group in the pool, index and write each report as it arrives; the failures, by slug."""
     failures: dict[str, str] = {}
     if not groups:
@@ -396,7 +400,7 @@ def grade_groups(groups: list[list[Entry]], index: Index, out: Path, version: st
     work = [(i, str(group[0].path)) for i, group in enumerate(groups)]
     settings = {"secret": secret, "timeout": timeout if timeout is not None else DEFAULT_TIMEOUT, "lang": lang,
                 # with a secret, scores must be trustworthy: no grading on a sandbox missing a needed layer
-                "require_strong": bool(secret) and not allow_weak_sandbox}
+                "require_strong": bool(secret) and not allow_weak_sandbox, "steps": steps}
 
     def record(results: list[tuple[int, dict[str, Any] | None, str, float]]) -> None:
         for i, report, err, secs in results:
@@ -456,10 +460,11 @@ BUDGET_MESSAGES = (N_("not finished: this submission used up its time budget ({b
                    N_("not run: this submission used up its time budget ({budget:g} s for all steps)"))
 
 
-def write_outputs(entries: list[Entry], reports: dict[str, dict[str, Any] | None], out: Path) -> dict[str, Any]:
-    """gradebook.csv and summary.json (each written atomically); the summary."""
-    write_atomic(out / "gradebook.csv", gradebook_csv(entries, reports))
-    summary = class_summary([r for r in reports.values() if r is not None])
+def write_outputs(entries: list[Entry], reports: dict[str, dict[str, Any] | None], out: Path,
+                  steps: list[str] | None = None) -> dict[str, Any]:
+    """gradebook.csv and summary.json (each written atomically, for `steps` or every step); the summary."""
+    write_atomic(out / "gradebook.csv", gradebook_csv(entries, reports, steps))
+    summary = class_summary([r for r in reports.values() if r is not None], steps)
     summary.update(records=len(entries), total=len(entries),
                    gradable=sum(1 for e in entries if e.key),
                    statuses=dict(sorted(Counter(e.status for e in entries).items())),

@@ -11,7 +11,7 @@ from grader.settings import DEFAULT_TIMEOUT
 
 def batch(*, directory: str | Path, out: str | Path, jobs: int | None = None, resume: bool = False,
           secret: str | None = None, timeout: float = DEFAULT_TIMEOUT, lang: str = "en", quiet: bool = False,
-          allow_weak_sandbox: bool = False):
+          allow_weak_sandbox: bool = False, steps: list[str] | None = None):
     """Grade every submission in `directory` into `out` (see grader.instructor.batch); returns a BatchResult."""
     from rich.progress import (
         BarColumn,
@@ -33,7 +33,7 @@ def batch(*, directory: str | Path, out: str | Path, jobs: int | None = None, re
     console = Console(stderr=True)
     if quiet:
         result = run_batch(directory=directory, out=out, jobs=jobs, resume=resume, secret=secret, timeout=timeout,
-                           lang=lang, allow_weak_sandbox=allow_weak_sandbox)
+                           lang=lang, allow_weak_sandbox=allow_weak_sandbox, steps=steps)
     else:
         bar = Progress(TextColumn("grading"), BarColumn(), MofNCompleteColumn(), Rate(), TimeElapsedColumn(),
                        TextColumn("left"), TimeRemainingColumn(), console=console, transient=False)
@@ -50,7 +50,7 @@ def batch(*, directory: str | Path, out: str | Path, jobs: int | None = None, re
         with bar:
             result = run_batch(directory=directory, out=out, jobs=jobs, resume=resume, secret=secret,
                                timeout=timeout, lang=lang, start=start, progress=progress,
-                               allow_weak_sandbox=allow_weak_sandbox)
+                               allow_weak_sandbox=allow_weak_sandbox, steps=steps)
         print_summary(result, Console())
     return result
 

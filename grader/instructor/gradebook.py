@@ -82,21 +82,23 @@ def csv_cell(value: Any) -> Any:
     return value
 
 
-def gradebook_csv(entries: list[Entry], reports: dict[str, dict[str, Any] | None]) -> str:
+def gradebook_csv(entries: list[Entry], reports: dict[str, dict[str, Any] | None],
+                  steps: list[str] | None = None) -> str:
     """One row per student: a score per step, the total, the status (graded, over_budget, empty, unreadable,
     too_large, rejected, ambiguous, error) and, when it was not graded, the one reason."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\r\n")
-    w.writerow(["student", "submission", *[s.id for s in STEPS], "total", "max_score", "status", "reason"])
+    columns = [s for s in STEPS if not steps or s.id in steps]
+    w.writerow(["student", "submission", *[s.id for s in columns], "total", "max_score", "status", "reason"])
     max_total = next((r["max_score"] for r in reports.values() if r is not None), "")
     for e in entries:
         r = reports.get(e.slug)
         if r is not None:
             by = {s["id"]: s["score"] for s in r["steps"]}
-            row = [e.student, e.source, *[_num(by.get(s.id, 0)) for s in STEPS], _num(r["score"]),
+            row = [e.student, e.source, *[_num(by.get(s.id, 0)) for s in columns], _num(r["score"]),
                    _num(r["max_score"]), e.status or "graded", ""]
         else:
-            row = [e.student, e.source, *["" for _ in STEPS], 0, _num(max_total) if max_total != "" else "",
+            row = [e.student, e.source, *["" for _ in columns], 0, _num(max_total) if max_total != "" else "",
                    e.status or "error", e.rejected]
         w.writerow([csv_cell(c) for c in row])
     return buf.getvalue()
@@ -149,9 +151,11 @@ def _feedback_text(student: str, report: dict[str, Any] | None, reason: str) -> 
     return "\n".join(lines) + "\n"
 
 
-def class_summary(reports: list[dict[str, Any]]) -> dict[str, Any]:
+def class_summary(reports: list[dict[str, Any]], only: list[str] | None = None) -> dict[str, Any]:
     steps = []
     for s in STEPS:
+        if only and s.id not in only:
+            continue
         rows = [st for r in reports for st in r["steps"] if st["id"] == s.id]
         failed: Counter[str] = Counter(c["name"] for st in rows for c in st["checks"]
                                        if not c["passed"] and st["status"] in ("partial", "failed"))

@@ -197,6 +197,25 @@ class Graded:
     report: Any  # grader.grading.report.Report
 
 
+def read_notebook(path: Path) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    """A submitted notebook and its cells, or (None, []) when it is missing or malformed in any way (not JSON,
+    cells not a list, a cell not an object, metadata not an object, a source that is not text)."""
+    try:
+        nb = json.loads(path.read_text(encoding="utf-8"))
+        cells = list(nb["cells"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None, []
+    for c in cells:
+        if not isinstance(c, dict) or not isinstance(c.get("metadata", {}), dict):
+            return None, []
+        if not isinstance((c.get("metadata") or {}).get("nbgrader", {}), dict):
+            return None, []
+        src = c.get("source", "")
+        if not (isinstance(src, str) or (isinstance(src, list) and all(isinstance(x, str) for x in src))):
+            return None, []
+    return nb, cells
+
+
 def _is_test_cell(cell: dict[str, Any]) -> bool:
     nb = (cell.get("metadata") or {}).get("nbgrader") or {}
     return bool(nb.get("grade")) and not nb.get("solution") and cell.get("cell_type") == "code"
@@ -256,11 +275,7 @@ def autograde_course(course_dir: str | Path, assignment: str, *, students: Itera
                 step_ids = [g[len(TEST_PREFIX):] for g in grade_ids
                             if g.startswith(TEST_PREFIX) and g[len(TEST_PREFIX):] in BY_ID]
                 nb_path = sdir / f"{nb_name}.ipynb"
-                try:
-                    nb = json.loads(nb_path.read_text(encoding="utf-8"))
-                    cells = list(nb["cells"])
-                except (OSError, ValueError, KeyError, TypeError):
-                    nb, cells = None, []
+                nb, cells = read_notebook(nb_path)  # a malformed notebook is that student's zero, no one else's
                 sources = [_source(c) for c in cells if c.get("cell_type") == "code" and not _is_test_cell(c)]
                 report = None
                 if step_ids and nb is not None:
