@@ -66,6 +66,14 @@ STEPS: tuple[Step, ...] = (
          "Exercise 3.1: comparing SelfAttention_v1 and v2",
          "练习 3.1：比较 v1 与 v2", core=False,
          uses=("SelfAttention_v1", "SelfAttention_v2")),
+    Step(13, "two_dim_output", ("two_dim_wrapper",), "ex. 3.2",
+         "Exercise 3.2: returning two-dimensional embedding vectors",
+         "练习 3.2：返回二维嵌入向量", core=False,
+         uses=("MultiHeadAttentionWrapper",)),
+    Step(14, "gpt2_size", ("gpt2_attention",), "ex. 3.3",
+         "Exercise 3.3: initializing a GPT-2-size attention module",
+         "练习 3.3：初始化 GPT-2 规模的注意力模块", core=False,
+         uses=("MultiHeadAttention",)),
 )
 
 BY_ID: dict[str, Step] = {s.id: s for s in STEPS}

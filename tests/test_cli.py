@@ -26,7 +26,7 @@ def test_grade_solutions_full_marks_and_exercises_not_started() -> None:
     ex = json.loads(kata("grade", "exercises", "--format", "json").stdout)
     assert ex["score"] == 0
     assert {s["status"] for s in ex["steps"]} == {"not_started"}
-    assert len(ex["steps"]) == 12
+    assert len(ex["steps"]) == 14
 
 
 def test_check_exit_code_follows_the_steps(tmp_path: Path) -> None:

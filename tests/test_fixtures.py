@@ -191,6 +191,9 @@ NOT_SINGLED_OUT: set[tuple[str, str]] = {
     ("multihead_wrapper", "num_heads = 1 is a single CausalAttention"),
     # changing sa_v2 (in-place t_()) reshapes rect's weights, so the probe's unused sa_v2(x) crashes the rect case
     ("weight_transfer", "sa_v2 is left unchanged"),
+    # the book's setting changes no argument of its own (d_in=3 and context_length=6 are the other cases' defaults):
+    # a bug it catches changes the seeded weights, and so every case's outputs
+    ("two_dim_output", "the book's setting: torch.manual_seed(123), d_in=3, context_length=6 -> (2, 6, 2)"),
 }
 
 

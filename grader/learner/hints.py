@@ -212,4 +212,31 @@ HINTS: dict[str, list[str]] = {
             "sa_v1. Then sa_v1(x) and sa_v2(x) agree: (num_tokens, d_in) -> (num_tokens, d_out)."
         ),
     ],
+    "two_dim_output": [
+        N_(
+            "Keep num_heads=2 and ask yourself which argument sets the width of each head's output."
+        ),
+        N_(
+            "Exercise 3.2 (§3.6.1): the wrapper concatenates num_heads outputs of d_out dimensions each, so its "
+            "context vectors have num_heads * d_out dimensions. Two heads and two dimensions: what must d_out be?"
+        ),
+        N_(
+            "return MultiHeadAttentionWrapper(d_in, 1, context_length, dropout, num_heads=2): each head gives "
+            "(batch, num_tokens, 1), concatenated -> (batch, num_tokens, 2). Pass d_in, context_length and "
+            "dropout on as they are."
+        ),
+    ],
+    "gpt2_size": [
+        N_(
+            "Nothing new to write: build the MultiHeadAttention of step 11 with GPT-2 small's numbers."
+        ),
+        N_(
+            "Exercise 3.3 (§3.6.2): the smallest GPT-2 has 12 attention heads, input and output embeddings of "
+            "768 dimensions and a context length of 1024 tokens; keep qkv_bias=False and pass dropout on."
+        ),
+        N_(
+            "return MultiHeadAttention(768, 768, 1024, dropout, num_heads=12): head_dim = 768 // 12 = 64; "
+            "W_query, W_key, W_value and out_proj are 768 x 768 (out_proj with a bias): 2,360,064 parameters."
+        ),
+    ],
 }

@@ -1,0 +1,77 @@
+"""Step 14 (exercise 3.3): gpt2_attention(dropout=0.0) is a MultiHeadAttention of GPT-2 small's size.
+
+MultiHeadAttention itself is the reference's (the step builds on step 11), so each case builds the module under the
+case's seed and runs it on a short sequence: three builds per side, no weights sent (2.4 million of them)."""
+
+from __future__ import annotations
+
+from math import prod
+
+from grader.checks import Case, Gen, Outcome, cases, check, expect
+from grader.checks.common import module, no_future
+from grader.i18n import N_, _
+
+STEP = "gpt2_size"
+FN = "gpt2_attention"
+DIMS = ("batch", "num_tokens", "d_out")
+EMB = 768
+
+
+@cases(STEP)
+def _cases(g: Gen) -> dict[str, Case]:
+    n = g.int(5, 7)
+    x = g.randn(1, n, EMB)
+    perturbed = x.clone()
+    perturbed[:, n // 2:] = g.randn(1, n - n // 2, EMB)
+    return {
+        "fwd": module(FN, g, {}, {}, x, extra={"perturbed": perturbed}, structure=True),
+        "dropout": module(FN, g, {"dropout": 0.5}, {}, g.randn(1, n, EMB), train=True),
+        # one token in training mode: its single attention weight is 1, which a default dropout > 0 would drop
+        # or rescale; its output does not depend on how d_out is split into heads
+        "default": module(FN, g, {}, {}, g.randn(2, 1, EMB), train=True),
+    }
+
+
+def _n_params(structure: dict) -> int:
+    return sum(prod(shape) for shape in structure["params"].values())
+
+
+@check(STEP, N_("GPT-2 small's size: 12 heads of head_dim 64, d_in = d_out = 768, 2,360,064 parameters "
+                "(qkv_bias=False)"))
+def _check(r: Outcome) -> None:
+    s = r.got("fwd", "structure")
+    w = r.want("fwd", "structure")
+    for attr in ("num_heads", "head_dim", "d_out"):
+        expect.true(s["attrs"].get(attr) == w["attrs"][attr], _("{attr} is {got}, expected {want}").format(
+            attr=attr, got=s["attrs"].get(attr), want=w["attrs"][attr]))
+    for name, shape in w["params"].items():
+        got = s["params"].get(name)
+        expect.true(got == shape, _("parameter `{name}` is {got}, expected {want}").format(
+            name=name, got=tuple(got) if got else None, want=tuple(shape)))
+    expect.true(_n_params(s) == _n_params(w), _("{n} parameters, expected {want} (is qkv_bias False?)").format(
+        n=f"{_n_params(s):,}", want=f"{_n_params(w):,}"))
+
+
+@check(STEP, N_("causal, with context_length 1024: a 1024 × 1024 mask, no token sees the future"))
+def _check(r: Outcome) -> None:
+    want = [shape for shape, _dtype in r.want("fwd", "structure")["buffers"].values()]
+    got = [shape for shape, _dtype in r.got("fwd", "structure")["buffers"].values()]
+    expect.true(any(shape in got for shape in want), _("mask buffers {got}, expected one of shape (1024, 1024) = "
+                "(context_length, context_length)").format(got=", ".join(str(tuple(s)) for s in got) or "—"))
+    no_future(r, "fwd", r.inputs("fwd")["x"].shape[1] // 2, _("context vectors"))
+
+
+@check(STEP, N_("matches the reference on a short sequence: (1, num_tokens, 768)"))
+def _check(r: Outcome) -> None:
+    expect.close(r.got("fwd"), r.want("fwd"), _("context vectors"), DIMS)
+
+
+@check(STEP, N_("dropout is passed on (training mode, dropout = 0.5)"))
+def _check(r: Outcome) -> None:
+    expect.close(r.got("dropout"), r.want("dropout"), _("context vectors in training mode with dropout = 0.5"),
+                 DIMS)
+
+
+@check(STEP, N_("dropout = 0.0 by default: gpt2_attention() drops nothing in training mode"))
+def _check(r: Outcome) -> None:
+    expect.close(r.got("default"), r.want("default"), _("gpt2_attention() on one token in training mode"), DIMS)
