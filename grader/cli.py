@@ -62,7 +62,18 @@ def interrupted() -> None:
 
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class KataGroup(click.Group):
+    """Ctrl-C anywhere in a command (its imports, the zygote's warm-up, grading) exits 130, never click's
+    "Aborted!" and 1, which a script would read as a failing step."""
+
+    def invoke(self, ctx: click.Context):  # type: ignore[no-untyped-def]
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            interrupted()
+
+
+@click.group(cls=KataGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--lang", type=LANGS, default=None, help="Language of learner-facing text (default: from the locale).")
 @click.pass_context
 def main(ctx: click.Context, lang: str | None) -> None:

@@ -233,6 +233,18 @@ def test_grade_finds_a_nested_workspace_and_escapes_names(tmp_path: Path) -> Non
     assert table.returncode == 0, table.stderr
     assert "\x1b[2J" not in table.stdout and "MarkupError" not in table.stderr and "Traceback" not in table.stderr
     assert "[bold]\\x1b[2J" in table.stdout  # markup shown as text, the escape sequence written out
+    (tmp_path / "crash.py").write_text("raise RuntimeError('boom at import')\n")
+    once = _run(["grade", str(tmp_path / "crash.py")])  # one problem for every step: said once
+    assert once.stdout.count("! RuntimeError") == 1, once.stdout
+
+
+def test_feedback_says_a_whole_submission_problem_once() -> None:
+    from grader.instructor.gradebook import feedback_text
+
+    steps = [{"id": s, "title": s, "status": "error", "score": 0, "max_score": 5, "checks": [],
+              "message": "RuntimeError: boom"} for s in submissions.ORDER]
+    text = feedback_text("ann", {"submission": "a.py", "score": 0, "max_score": 60, "steps": steps})
+    assert text.count("boom") == 1 and "work on step" not in text
 
 
 def test_a_submission_that_hangs_everywhere_costs_about_its_budget(tmp_path: Path) -> None:
@@ -267,3 +279,21 @@ def test_nbgrader_reads_a_malformed_notebook_as_that_students_zero(tmp_path: Pat
     (tmp_path / "ok.ipynb").write_text(submissions.notebook_source())
     nb, cells = read_notebook(tmp_path / "ok.ipynb")
     assert nb is not None and cells
+
+
+@pytest.mark.parametrize("command", ["check", "grade"])
+def test_ctrl_c_exits_130(tmp_path: Path, command: str) -> None:
+    import signal
+
+    ws = tmp_path / "exercises"
+    shutil.copytree(ROOT / "exercises", ws)
+    (ws / "dot_scores.py").write_text("def attention_scores(*a, **k):\n    while True:\n        pass\n")
+    args = ["check", "dot_scores", "--path", str(ws)] if command == "check" else ["grade", str(ws)]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "grader", "--lang", "en", *args, "--timeout", "60"], cwd=ROOT,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(6)  # well into grading: the step hangs for up to 60 s
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err[-2000:]
+    assert "Traceback" not in err

@@ -126,13 +126,16 @@ def _feedback_text(student: str, report: dict[str, Any] | None, reason: str) -> 
              ""]
     words = {"passed": N_("passed, well done"), "partial": N_("partly right"), "failed": N_("not right yet"),
              "not_started": N_("not started"), "error": N_("could not run")}
+    messages = {s.get("message") for s in report["steps"]}
+    shared = report["steps"][0].get("message", "") if report["steps"] and len(messages) == 1 and all(
+        s["status"] == "error" for s in report["steps"]) else ""  # one problem for the whole submission
     for s in report["steps"]:
         title = s["title"]
-        if not re.match(r"^(Step|步骤)", title):
+        if not re.match(r"^(Step \d|第 \d)", title):
             title = _("Step {n}. {title}").format(n=number.get(s["id"], "?"), title=title)
         word = _(words[s["status"]]) if s["status"] in words else s["status"]
         lines.append(f"{title}: {word} ({s['score']:g}/{s['max_score']:g})")
-        if s["status"] == "error" and s.get("message"):
+        if s["status"] == "error" and s.get("message") and not shared:
             lines.append("    " + _("What went wrong: {message}").format(message=s["message"]))
         elif s["status"] in ("partial", "failed"):
             for c in s["checks"]:
@@ -140,7 +143,9 @@ def _feedback_text(student: str, report: dict[str, Any] | None, reason: str) -> 
                     lines.append(f"    - {c['name']}: {c['message']}" if c["message"] else f"    - {c['name']}")
     todo = [s for s in report["steps"] if s["status"] != "passed"]
     lines.append("")
-    if not todo:
+    if shared:
+        lines.append(_("What went wrong: {message}").format(message=shared))
+    elif not todo:
         lines.append(_("Every step passes. Well done!"))
     else:
         first = todo[0]

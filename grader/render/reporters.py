@@ -36,6 +36,10 @@ def _table(report: Report, console: Console, lang: str, verbose: bool) -> None:
     t.add_column(_("score"), justify="right")
     from grader.registry import BY_ID
 
+    # one problem for the whole submission (unreadable, a syntax error...): said once, under the table
+    messages = {s.message for s in report.steps}
+    shared = report.steps[0].message if report.steps and len(messages) == 1 and all(
+        s.status == "error" for s in report.steps) else ""
     for s in report.steps:
         status = i18n.status(s.status)
         t.add_row(str(BY_ID[s.id].number), Text(s.id).append(f"\n{s.title}", style="dim") if verbose else s.id,
@@ -43,7 +47,8 @@ def _table(report: Report, console: Console, lang: str, verbose: bool) -> None:
         if not verbose or s.status in ("passed", "not_started"):
             continue
         if s.status == "error" and s.message:
-            t.add_row("", text(f"  ! {s.message}", style="magenta", newlines=True), "", "")
+            if not shared:
+                t.add_row("", text(f"  ! {s.message}", style="magenta", newlines=True), "", "")
             continue
         for c in s.checks:
             if not c.passed:
@@ -55,6 +60,8 @@ def _table(report: Report, console: Console, lang: str, verbose: bool) -> None:
             label = _("diagnosis: ")
             t.add_row("", text(f"  ⚑ {label}{d.get('message', '')}", style="cyan", newlines=True), "", "")
     console.print(t)
+    if shared:
+        console.print(text(f"! {shared}", style="magenta", newlines=True))
     for note in report.notes:
         console.print(text(_("note: {note}").format(note=note), style="dim", newlines=True))
 
