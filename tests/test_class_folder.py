@@ -23,6 +23,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import submissions  # noqa: E402
 
 from grader.instructor import discovery  # noqa: E402
+from grader.registry import STEPS  # noqa: E402
 
 ESC = "\x1b[2J\x1b[32mall submissions graded"
 
@@ -90,15 +91,33 @@ def messy(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, subproc
                                                  "cells": [{"cell_type": "code", "source": ["x = 1\n", 3],
                                                             "metadata": {}, "outputs": []}]}))
     (d / "huge.py").write_text("x = 1\n" * 600_000)  # 3.6 MB of code
+    # a disk filler (honest answers, after filling every place it can write), a memory bomb for the trusted side
+    # (a 1 GiB answer), a submission whose every function hangs
+    shutil.copytree(ROOT / "solutions", d / "filler", ignore=shutil.ignore_patterns("__pycache__"))
+    fill = ("import os\n"
+            "for place in ('.', '/tmp', '/dev/shm', os.environ.get('TMPDIR', '/tmp')):\n"
+            "    try:\n"
+            "        for i in range(400):\n"
+            "            with open(os.path.join(place, f'fill{os.getpid()}_{i}'), 'wb') as f:\n"
+            "                f.write(bytes(8 << 20))\n"
+            "    except OSError:\n"
+            "        pass\n")
+    (d / "filler" / "dot_scores.py").write_text(fill + (ROOT / "solutions" / "dot_scores.py").read_text())
+    shutil.copytree(ROOT / "solutions", d / "bomb", ignore=shutil.ignore_patterns("__pycache__"))
+    (d / "bomb" / "dot_scores.py").write_text(
+        "import torch\ndef attention_scores(inputs, query):\n    return torch.zeros(1 << 28)\n")
+    names = sorted({n for s in STEPS for n in s.names})
+    (d / "hang.py").write_text("".join(f"def {n}(*a, **k):\n    while True:\n        pass\n\n\n" for n in names))
     out = d.parent / "out"
     t0 = time.monotonic()
-    proc = _run(["batch", str(d), "--out", str(out), "--jobs", "2", "--timeout", "20"])
+    proc = _run(["batch", str(d), "--out", str(out), "--jobs", "2", "--timeout", "10"])
     return d, out, proc, time.monotonic() - t0
 
 
-HONEST_WORKSPACES = {"ann", "dan", "olga"}
+HONEST_WORKSPACES = {"ann", "dan", "olga", "filler"}
 HONEST_NOTEBOOKS = {"pat", "quinn", "rita"}
-EXPECTED = {"zed": "rejected", "mallory": "graded", "eve[b]": "ambiguous", f"{ESC}": "unreadable",
+EXPECTED = {"zed": "rejected", "mallory": "graded", "bomb": "graded", "hang": "over_budget",
+            "eve[b]": "ambiguous", f"{ESC}": "unreadable",
             "empty_folder": "empty", "hollow": "empty", "broken": "unreadable", "garbage": "unreadable",
             "notnb": "unreadable", "badcell": "unreadable", "huge": "too_large",
             **{s: "graded" for s in HONEST_WORKSPACES | HONEST_NOTEBOOKS}}
@@ -125,11 +144,15 @@ def test_every_student_gets_exactly_one_record_with_the_right_status(messy) -> N
     assert "not a regular file" in rows["zed"]["reason"]
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     assert summary["records"] == summary["total"] == len(EXPECTED)
-    assert summary["statuses"] == {"ambiguous": 1, "empty": 2, "graded": 7, "rejected": 1, "too_large": 1,
-                                   "unreadable": 5}
+    assert summary["statuses"] == {"ambiguous": 1, "empty": 2, "graded": 9, "over_budget": 1, "rejected": 1,
+                                   "too_large": 1, "unreadable": 5}
     assert {n["student"]: n["status"] for n in summary["not_graded"]} == {
-        k: v for k, v in EXPECTED.items() if v != "graded"}
-    assert seconds < 300
+        k: v for k, v in EXPECTED.items() if v not in ("graded", "over_budget")}
+    assert rows["hang"]["total"] == "0"
+    bomb = json.loads((out / "reports" / "bomb.json").read_text(encoding="utf-8"))
+    assert {s["id"]: s["status"] for s in bomb["steps"]}["dot_scores"] != "passed"
+    assert bomb["score"] == bomb["max_score"] - 5  # only its own bombed step lost
+    assert seconds < 300  # measured: about 25 s on the shared 2-core machine (the hang costs ~20 s of it)
 
 
 def test_honest_students_get_full_marks_in_every_shape(messy) -> None:
@@ -250,8 +273,6 @@ def test_feedback_says_a_whole_submission_problem_once() -> None:
 def test_a_submission_that_hangs_everywhere_costs_about_its_budget(tmp_path: Path) -> None:
     """Every name of every step hangs: the submission is graded on what finished (nothing) with the status
     over_budget, in about two step time-outs (its wall-clock budget), not one per step; a classmate is untouched."""
-    from grader.registry import STEPS
-
     d = tmp_path / "class"
     d.mkdir()
     names = sorted({n for s in STEPS for n in s.names})
