@@ -87,3 +87,19 @@ def test_find_submission_prefers_a_workspace_then_a_notebook(tmp_path: Path) -> 
     assert gradescope.find_submission(tmp_path) == tmp_path / "b.ipynb"
     (tmp_path / "causal_mask.py").write_text("")
     assert gradescope.find_submission(tmp_path) == tmp_path
+
+
+def test_find_submission_finds_a_nested_workspace_and_reports_ambiguity(tmp_path: Path) -> None:
+    """One discovery (grader.instructor.discovery.locate): submission/exercises/ is a workspace; two notebooks
+    are ambiguous (None: not guessed); a FIFO is never opened."""
+    import os
+
+    (tmp_path / "exercises").mkdir()
+    (tmp_path / "exercises" / "causal_mask.py").write_text("")
+    os.mkfifo(tmp_path / "zed.py")
+    assert gradescope.find_submission(tmp_path) == tmp_path / "exercises"
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "a.ipynb").write_text("{}")
+    (other / "b.ipynb").write_text("{}")
+    assert gradescope.find_submission(other) is None
