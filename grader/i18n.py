@@ -100,9 +100,19 @@ def status(value: str) -> str:
     return _(STATUS[value]) if value in STATUS else value
 
 
-def step_title(step: Any, lang: str | None = None) -> str:
-    """A step's title in `lang` (default: the current language): the design table's English or Chinese title."""
+def step_name(step: Any, lang: str | None = None) -> str:
+    """A step's plain title in `lang` (default: the current language), without its number or section."""
     return step.title_zh if normalise(lang or current()) == "zh" else step.title
+
+
+def step_title(step: Any, lang: str | None = None) -> str:
+    """A step's title as shown everywhere, one numbering: the step's number and the book's section, e.g.
+    "Step 7 · Applying a causal attention mask (§3.5.1)" / "第 7 步 · 应用因果注意力掩码（§3.5.1）". An exercise's
+    title names the exercise itself ("Exercise 3.1: …"), so it carries no section."""
+    section = "" if step.section.startswith("ex.") else step.section
+    if normalise(lang or current()) == "zh":
+        return f"第 {step.number} 步 · {step.title_zh}" + (f"（§{section}）" if section else "")
+    return f"Step {step.number} · {step.title}" + (f" (§{section})" if section else "")
 
 
 class Msg(Exception):

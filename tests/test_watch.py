@@ -37,7 +37,7 @@ def test_watch_regrades_on_save_and_moves_on_when_asked(tmp_path: Path, record_p
     shutil.copytree(ROOT / "exercises", ws)
     child = spawn_watch(ws)
     try:
-        child.expect("step 1/12")
+        child.expect("step 1/14")
         child.expect("not started")
         child.expect("q: quit")  # the first screen is complete: watching from now on
         time.sleep(0.3)
@@ -45,7 +45,7 @@ def test_watch_regrades_on_save_and_moves_on_when_asked(tmp_path: Path, record_p
         shutil.copy(ROOT / "solutions" / "dot_scores.py", ws / "dot_scores.py")  # the learner saves
         # the spawn's time-out (120 s) is only a hang guard: how fast feedback comes is benchmarks/' business,
         # the latency is recorded here for the junit report, never asserted
-        child.expect_exact("[#-----------] 1/12")
+        child.expect_exact("[#-------------] 1/14")
         child.expect("passed")
         latency = time.monotonic() - saved
         print(f"\nsave-to-feedback latency: {latency * 1000:.0f} ms")
@@ -58,7 +58,7 @@ def test_watch_regrades_on_save_and_moves_on_when_asked(tmp_path: Path, record_p
         print(f"save-to-feedback latency (second save): {(time.monotonic() - saved) * 1000:.0f} ms")
         child.expect("q: quit")
         child.sendline("n")  # on to the next step only when asked
-        child.expect("step 2/12")
+        child.expect("step 2/14")
         child.expect("softmax")
         child.expect("q: quit")
         child.sendline("q")
@@ -80,7 +80,7 @@ def test_watch_starts_at_the_first_open_step_in_chinese(tmp_path: Path) -> None:
     child = spawn_watch(ws, lang="zh")
     try:
         child.expect("正在监视")
-        child.expect("步骤 2/12")
+        child.expect("步骤 2/14")
         child.expect("未开始")
         child.expect("q：退出")
         child.sendline("zz")

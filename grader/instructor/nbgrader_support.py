@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from grader.i18n import step_title
 from grader.learner.kernel import grade_sources, kernel_sources, notebook_json
 from grader.registry import BY_ID, STEPS, Step
 from grader.settings import KATA_ROOT
@@ -122,11 +123,11 @@ def _solution_source(step: Step) -> tuple[str, list[str]]:
 def _markdown(step: Step) -> str:
     names = ", ".join(f"`{n}`" for n in step.names)
     extra = "" if step.core else " *(completes the chapter / 本章进阶)*"
-    return (f"## {step.number}. {step.title}{extra}\n\n"
+    return (f"## {step_title(step, 'en')}{extra}\n\n"
             f"Book §{step.section}. Write {names} in the cell below, replacing `raise NotImplementedError()`. "
             f"The test cell after it is worth {step_points(step.id):g} points; run "
             f"`from grader import check; check(\"{step.id}\")` in any cell to see how you are doing.\n\n"
-            f"### {step.title_zh}\n\n"
+            f"### {step_title(step, 'zh')}\n\n"
             f"教材 §{step.section}。在下面的单元格中编写 {names}，替换 `raise NotImplementedError()`。"
             f"其后的测试单元格共 {step_points(step.id):g} 分；随时可以在任意单元格运行 "
             f"`from grader import check; check(\"{step.id}\")` 查看结果。")

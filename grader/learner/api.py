@@ -155,7 +155,7 @@ def _list_steps(workspace: str | Path) -> None:
     for s in STEPS:
         p = progress.get(s.id)
         status = f"{i18n.status(p['status'])} ({p['score']:g}/{p['max_score']:g})" if p else "—"
-        t.add_row(str(s.number), f"{s.id}\n[dim]{i18n.step_title(s)}[/dim]", ", ".join(s.names), s.section, status)
+        t.add_row(str(s.number), f"{s.id}\n[dim]{i18n.step_name(s)}[/dim]", ", ".join(s.names), s.section, status)
     console.print(t)
     if not progress:
         console.print(_("progress appears after `attn-kata check`"))
@@ -181,7 +181,7 @@ def _hint(step: str, workspace: str | Path, show_all: bool) -> list[str]:
     console = Console()
     out = []
     s = BY_ID[step]
-    console.print(f"[bold]{s.number}. {i18n.step_title(s)}[/bold] (§{s.section})")
+    console.print(f"[bold]{i18n.step_title(s)}[/bold]")
     for i, msgid in enumerate(levels[:shown], start=1):
         text = _(msgid)
         out.append(text)

@@ -146,7 +146,7 @@ class Watcher:
 
         c.print(Text.assemble(("attn-kata watch", "bold"), "  ", (progress_bar(passed, len(STEPS)), "cyan")))
         self.say("watching", "dim", ws=self.ws)
-        self.say("step", "bold", n=step.number, total=len(STEPS), title=_title(step, self.lang),
+        self.say("step", "bold", n=step.number, total=len(STEPS), title=i18n.step_name(step, self.lang),
                  section=step.section)
         reporters.table(report, c, lang=self.lang)
         if result.status in ("failed", "partial"):
@@ -413,7 +413,7 @@ def show_solution(*, step: str, workspace: str | Path = "exercises", lang: str =
     if console.is_terminal:
         from rich.syntax import Syntax
 
-        console.print(f"[bold]{s.number}. {_title(s, lang)}[/bold] (§{s.section}) — {path}", highlight=False)
+        console.print(f"[bold]{_title(s, lang)}[/bold] — {path}", highlight=False)
         console.print(Syntax(text, "python", line_numbers=True))
     else:
         sys.stdout.write(text)
