@@ -72,9 +72,35 @@ class KataGroup(click.Group):
         except KeyboardInterrupt:
             interrupted()
 
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        """`--lang` is accepted before or after the subcommand (`attn-kata check --lang zh`): it is moved to the
+        front, where the group reads it (arguments after `--` are left alone)."""
+        return super().parse_args(ctx, lang_first(args))
+
+
+def lang_first(args: list[str]) -> list[str]:
+    """The arguments with every `--lang X` / `--lang=X` before `--` moved to the front, in order."""
+    front: list[str] = []
+    rest: list[str] = []
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a == "--":
+            rest += args[i:]
+            break
+        if a == "--lang":  # its value follows (or is missing: the group says so)
+            front += args[i:i + 2]
+            i += 2
+            continue
+        (front if a.startswith("--lang=") else rest).append(a)
+        i += 1
+    return front + rest
+
 
 @click.group(cls=KataGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--lang", type=LANGS, default=None, help="Language of learner-facing text (default: from the locale).")
+@click.option("--lang", type=LANGS, default=None, help="Language of learner-facing text (default: from the locale); "
+              "before or after the subcommand.")
+@click.version_option(None, "--version", package_name="attention-kata", prog_name="attn-kata")
 @click.pass_context
 def main(ctx: click.Context, lang: str | None) -> None:
     """attention-kata: fill in exercises/, then `attn-kata check`."""

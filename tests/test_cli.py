@@ -71,3 +71,20 @@ def test_gradescope_format_has_the_spec_keys() -> None:
     assert doc["score"] == doc["max_score"]
     assert {"name", "score", "max_score", "output", "visibility"} <= set(doc["tests"][0])
     assert "execution_time" in doc
+
+
+def test_lang_before_or_after_the_subcommand_and_version() -> None:
+    from grader.cli import lang_first
+
+    assert lang_first(["check", "--lang", "zh", "x"]) == ["--lang", "zh", "check", "x"]
+    assert lang_first(["hint", "--lang=zh", "1"]) == ["--lang=zh", "hint", "1"]
+    assert lang_first(["grade", "--", "--lang", "zh"]) == ["grade", "--", "--lang", "zh"]  # a path after --
+    after = kata("list", "--lang", "zh")
+    before = kata("--lang", "zh", "list")
+    assert after.returncode == before.returncode == 0, after.stderr
+    assert after.stdout == before.stdout
+    assert "运行" in after.stdout and "步骤" in after.stdout
+    missing = kata("list", "--lang")
+    assert missing.returncode == 2 and "--lang" in missing.stderr
+    version = kata("--version")
+    assert version.returncode == 0 and version.stdout.startswith("attn-kata, version ")
