@@ -12,7 +12,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 ORDER = ("dot_scores", "softmax", "context_vector", "all_tokens", "self_attention_v1", "self_attention_v2",
          "causal_mask", "dropout", "causal_attention", "multihead_wrapper", "multihead_attention",
-         "weight_transfer")
+         "weight_transfer", "two_dim_output", "gpt2_size")
 _LOCAL_IMPORT = re.compile(r"^from (" + "|".join(ORDER) + r") import .*$", re.M)
 
 # (name, old, new): small, realistic mistakes
