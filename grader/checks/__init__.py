@@ -98,6 +98,16 @@ class Gen:
         """Uniform integer in [low, high]."""
         return int(torch.randint(low, high + 1, (1,), generator=self.g))
 
+    def distinct(self, draw: Callable[[], tuple[int, ...]], *fixed: int) -> tuple[int, ...]:
+        """`draw()` again until its sizes are pairwise distinct and distinct from `fixed` (sizes the case sets):
+        d_in, d_out, num_tokens, context_length, num_heads and head_dim then never coincide, so a bug that
+        swaps two of them loses its points under every secret. Deterministic: only this generator is drawn."""
+        for _attempt in range(10_000):
+            sizes = draw()
+            if len({*sizes, *fixed}) == len(sizes) + len(fixed):
+                return sizes
+        raise ValueError("no pairwise distinct sizes in these ranges")
+
     def seed(self) -> int:
         return int(torch.randint(0, 2**31 - 1, (1,), generator=self.g))
 

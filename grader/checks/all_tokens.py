@@ -14,7 +14,7 @@ SQ = ("num_tokens", "num_tokens")
 
 @cases(STEP)
 def _cases(g: Gen) -> dict[str, Case]:
-    n, d = g.int(5, 9), g.int(2, 4)
+    n, d = g.distinct(lambda: (g.int(7, 10), g.int(2, 4)), 6, 3)  # more tokens than the book's 6, never its d_in = 3
     return {
         "scores_book": call("all_attention_scores", g, inputs=JOURNEY),
         "scores": call("all_attention_scores", g, inputs=g.randn(n, d)),

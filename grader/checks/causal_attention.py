@@ -16,8 +16,12 @@ DIMS = ("batch", "num_tokens", "d_out")
 def plan(g: Gen, cls: str, prefix: str, extra_ctor: dict, n_heads: int = 1, single_head_only: bool = True
          ) -> dict[str, Case]:
     """Cases shared with the multi-head wrapper (step 10)."""
-    d_in, ctx = g.int(3, 5), g.int(6, 8)
-    d_out = d_in + g.int(1, 2)
+    def draw() -> tuple[int, ...]:
+        d_in, ctx = g.int(3, 5), g.int(7, 11)  # more tokens than the book's 6
+        return d_in, d_in + g.int(1, 2), ctx, g.int(2, 5)  # the short case's num_tokens: fewer than the book's 6
+
+    # the wrapper's num_heads and the book's context_length 6 too: no two sizes coincide under any secret
+    d_in, d_out, ctx, short = g.distinct(draw, 6, *({n_heads} if n_heads > 1 else set()))
     out = d_out * n_heads
     ctor = {"d_in": d_in, "d_out": d_out, "context_length": ctx, "dropout": 0.0, **extra_ctor}
     shapes: dict[str, tuple[int, ...]] = {}
@@ -29,7 +33,7 @@ def plan(g: Gen, cls: str, prefix: str, extra_ctor: dict, n_heads: int = 1, sing
     perturbed[:, cut:] = g.randn(2, ctx - cut, d_in)
     cases = {
         "fwd": module(cls, g, ctor, shapes, x, grad_out=(2, ctx, out), structure=True),
-        "short": module(cls, g, ctor, shapes, g.randn(3, ctx - 3, d_in), structure=True),
+        "short": module(cls, g, ctor, shapes, g.randn(3, short, d_in), structure=True),
         "leak": module(cls, g, ctor, shapes, x, extra={"perturbed": perturbed}),
         "eval_dropout": module(cls, g, {**ctor, "dropout": 0.5}, shapes, x),
     }

@@ -14,7 +14,7 @@ DIMS = ("d_in",)
 
 @cases(STEP)
 def _cases(g: Gen) -> dict[str, Case]:
-    n, d = g.int(5, 9), g.int(2, 4)
+    n, d = g.distinct(lambda: (g.int(7, 10), g.int(2, 4)), 6, 3)  # more tokens than the book's 6, never its d_in = 3
     book_w = torch.softmax(JOURNEY @ JOURNEY[1], dim=0)
     return {
         "book": call("context_vector", g, attn_weights=book_w, inputs=JOURNEY),

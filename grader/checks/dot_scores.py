@@ -12,7 +12,7 @@ DIMS = ("num_tokens",)
 
 @cases(STEP)
 def _cases(g: Gen) -> dict[str, Case]:
-    n, d = g.int(5, 9), g.int(2, 4)  # num_tokens != d_in, so a sum over the wrong dim shows
+    n, d = g.distinct(lambda: (g.int(7, 10), g.int(2, 4)), 6, 3)  # num_tokens ≠ d_in; more tokens than the book's 6
     return {
         "book": call("attention_scores", g, inputs=JOURNEY, query=JOURNEY[1]),
         "random": call("attention_scores", g, inputs=g.rand(n, d), query=g.rand(d)),

@@ -20,8 +20,13 @@ def _shapes(d_in: int, d_out: int) -> dict[str, tuple[int, ...]]:
 
 @cases(STEP)
 def _cases(g: Gen) -> dict[str, Case]:
-    d_in, ctx, heads = g.int(3, 5), g.int(6, 8), g.int(2, 3)
-    d_out = heads * g.int(2, 3)
+    def draw() -> tuple[int, ...]:
+        d_in, ctx, heads, head_dim = g.int(3, 5), g.int(9, 11), g.int(2, 3), g.int(2, 4)
+        return d_in, ctx, heads, head_dim, heads * head_dim, ctx - 2  # ctx - 2: the short case's num_tokens
+
+    # d_in, context_length, num_heads, head_dim, d_out and num_tokens pairwise distinct under every secret, and
+    # none is the book's context_length 6
+    d_in, ctx, heads, _head_dim, d_out, _short = g.distinct(draw, 6)
     ctor = {"d_in": d_in, "d_out": d_out, "context_length": ctx, "dropout": 0.0, "num_heads": heads}
     x = g.randn(2, ctx, d_in)
     perturbed = x.clone()

@@ -13,8 +13,11 @@ DIMS = ("num_tokens", "d_out")
 
 @cases(STEP)
 def _cases(g: Gen) -> dict[str, Case]:
-    d_in, n = g.int(3, 5), g.int(5, 8)
-    d_out = d_in + g.int(1, 3)
+    def draw() -> tuple[int, ...]:
+        d_in, n = g.int(3, 5), g.int(5, 8)
+        return d_in, d_in + g.int(1, 3), n
+
+    d_in, d_out, n = g.distinct(draw, 1)  # 1: the single token
     shapes = {m: (d_in, d_out) for m in ("W_query", "W_key", "W_value")}
     ctor = {"d_in": d_in, "d_out": d_out}
     return {

@@ -13,8 +13,11 @@ DIMS = ("num_tokens", "d_out")
 
 @cases(STEP)
 def _cases(g: Gen) -> dict[str, Case]:
-    d_in, n = g.int(3, 5), g.int(5, 8)
-    d_out = d_in + g.int(1, 3)
+    def draw() -> tuple[int, ...]:
+        d_in, n = g.int(3, 5), g.int(5, 8)
+        return d_in, d_in + g.int(1, 3), n
+
+    d_in, d_out, n = g.distinct(draw, 1)  # 1: the single token
     ctor = {"d_in": d_in, "d_out": d_out}
     return {
         "fwd": module(CLS, g, ctor, linear_shapes("", d_in, d_out), g.randn(n, d_in), grad_out=(n, d_out)),

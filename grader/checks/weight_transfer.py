@@ -9,15 +9,19 @@ from grader.i18n import N_, _
 STEP = "weight_transfer"
 
 
-def _case(g: Gen, d_in: int, d_out: int) -> Case:
-    inputs = {**g.weights(linear_shapes("", d_in, d_out)), "x": g.randn(g.int(4, 7), d_in)}
+def _case(g: Gen, d_in: int, d_out: int, n: int) -> Case:
+    inputs = {**g.weights(linear_shapes("", d_in, d_out)), "x": g.randn(n, d_in)}
     return Case("transfer", inputs, {"d_in": d_in, "d_out": d_out}, g.seed())
 
 
 @cases(STEP)
 def _cases(g: Gen) -> dict[str, Case]:
-    d_in = g.int(3, 5)
-    return {"rect": _case(g, d_in, d_in + g.int(1, 2)), "square": _case(g, 4, 4)}
+    def draw() -> tuple[int, ...]:
+        d_in = g.int(3, 5)
+        return d_in, d_in + g.int(1, 2), g.int(4, 7)
+
+    d_in, d_out, n = g.distinct(draw)  # d_in, d_out and num_tokens pairwise distinct under every secret
+    return {"rect": _case(g, d_in, d_out, n), "square": _case(g, 4, 4, g.distinct(lambda: (g.int(5, 7),))[0])}
 
 
 @check(STEP, N_("after the transfer, v1 gives v2's output (d_in ≠ d_out)"))
