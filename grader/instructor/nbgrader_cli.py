@@ -7,6 +7,14 @@ from pathlib import Path
 
 import click
 
+NEEDS_EXTRA = 'this needs nbgrader, which the plain install leaves out: pip install "attention-kata[nbgrader]"'
+
+
+def have_nbgrader() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("nbgrader") is not None
+
 
 @click.group("nbgrader")
 def nbgrader_group() -> None:
@@ -23,6 +31,8 @@ def assignment_cmd(out: Path, steps: tuple[str, ...]) -> None:
 
     path = write_assignment(out, step_ids(steps) or None)
     click.echo(f"wrote {path}; next: nbgrader generate_assignment <assignment> --create")
+    if not have_nbgrader():
+        click.echo(f"note: {NEEDS_EXTRA}", err=True)
 
 
 @nbgrader_group.command("autograde")
@@ -37,6 +47,9 @@ def autograde_cmd(course_dir: Path, assignment: str, students: tuple[str, ...], 
     """Grade COURSE_DIR/submitted/*/ASSIGNMENT with the sandboxed engine; scores go to nbgrader's gradebook."""
     from grader.instructor.nbgrader_support import autograde_course
 
+    if not have_nbgrader():
+        click.echo(f"attn-kata nbgrader autograde: {NEEDS_EXTRA}", err=True)
+        sys.exit(2)
     try:
         graded = autograde_course(course_dir, assignment, students=students or None, db_url=db_url,
                                   secret=secret, timeout=timeout)
