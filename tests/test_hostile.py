@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from procs import descendants, leftovers  # noqa: F401 - tests/procs.py
 
 from grader.grading import engine
 
@@ -421,37 +422,6 @@ TWIN: dict[str, str | None] = {
 }
 SECRETS = ("not-for-students", "in-the-graders-environment")
 TIMEOUT = 8.0  # per step: the infinite loops cost this much each; generous for a loaded 2-core machine
-
-
-def descendants(root: int | None = None) -> dict[int, str]:
-    """pid -> name of every process below `root` (default: this test process), by /proc ppid chains: only what
-    this test started (through the grader) counts, never another run's processes."""
-    root = os.getpid() if root is None else root
-    parent: dict[int, int] = {}
-    names: dict[int, str] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat_line = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue
-            name, rest = stat_line[stat_line.index("(") + 1:stat_line.rindex(")")], stat_line.rsplit(")", 1)[1]
-            parent[int(entry)] = int(rest.split()[1])
-            names[int(entry)] = name
-    found = {}
-    for pid in parent:
-        p = parent.get(pid, 0)
-        while p > 1:
-            if p == root:
-                found[pid] = names[pid]
-                break
-            p = parent.get(p, 0)
-    return found
-
-
-def leftovers() -> dict[int, str]:
-    """Descendants other than the zygote itself (which lives as long as this test process)."""
-    return {pid: name for pid, name in descendants().items() if name != "attn-zygote"}
 
 
 def _temp_worker_dirs() -> set[str]:

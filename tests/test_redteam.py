@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
+from procs import descendants, leftovers  # noqa: F401 - tests/procs.py
 
 from grader.grading import engine
 
@@ -84,34 +85,10 @@ def steps_of(doc: dict) -> dict[str, dict]:
     return {s["id"]: s for s in doc["steps"]}
 
 
-def descendants(root: int | None = None) -> dict[int, str]:
-    """pid -> name of every process below `root` (default: this test process), by /proc ppid chains."""
-    root = os.getpid() if root is None else root
-    parent: dict[int, int] = {}
-    names: dict[int, str] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                line = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue
-            names[int(entry)] = line[line.index("(") + 1:line.rindex(")")]
-            parent[int(entry)] = int(line.rsplit(")", 1)[1].split()[1])
-    found = {}
-    for pid in parent:
-        p = parent.get(pid, 0)
-        while p > 1:
-            if p == root:
-                found[pid] = names[pid]
-                break
-            p = parent.get(p, 0)
-    return found
-
-
 def assert_nothing_left_running() -> None:
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline:
-        left = {pid: n for pid, n in descendants().items() if n != "attn-zygote"}
+        left = leftovers()
         if not left:
             return
         time.sleep(0.1)
