@@ -247,7 +247,7 @@ def _descends_from(pid: int, ancestor: int) -> bool:
 
 
 def _grading_processes() -> list[int]:
-    """The trusted grading processes (named by grader/zygote.py) running now that this test process started,
+    """The trusted grading processes (named by grader/pool/zygote.py) running now that this test process started,
     through its zygote: never another test run's, or anyone else's, on the same machine."""
     pids = []
     me = os.getpid()

@@ -1,4 +1,4 @@
-"""Classic mistakes are recognised by behaviour and named (grader/diagnose.py).
+"""Classic mistakes are recognised by behaviour and named (grader/grading/diagnose.py).
 
 Every buggy fixture gets exactly the diagnoses listed here (most get none: their bug is not one of the
 classic mistakes), no correct submission's outputs match a mistake model (the diagnosis itself is run on

@@ -166,7 +166,7 @@ def test_the_divisibility_check_wants_the_books_assertion(structure: str, indivi
         assert str(failed.value).strip()
 
 
-# what the runner words a check that crashed or never ran as (grader/runner.py): a check's own bug, never a verdict
+# what the runner words a check that crashed or never ran as (grader/grading/runner.py): a bug, never a verdict
 INTERNAL_ERROR = re.compile(r"internal grader error|check did not run", re.I)
 
 

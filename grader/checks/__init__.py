@@ -7,7 +7,7 @@ A step module defines
 Check names are msgids marked N_() (translated when the report is built); Failed messages are written
 with grader.i18n._ and run in the report's language (runner.py sets it per job from Outcome.lang).
 
-Checks run under pytest in the trusted process only (grader/runner.py).
+Checks run under pytest in the trusted process only (grader/grading/runner.py).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The single pytest test function; grader/runner.py parametrizes it with every submission to judge."""
+"""The single pytest test function; grader/grading/runner.py parametrizes it with every submission to judge."""
 
 from __future__ import annotations
 

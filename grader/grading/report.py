@@ -41,7 +41,7 @@ class StepResult:
     checks: list[CheckResult] = field(default_factory=list)
     detail: str = ""  # why: timeout, crashed (SIGKILL), import error, not implemented, …
     message: str = ""
-    # classic mistakes recognised by behaviour (grader/diagnose.py): [{"id", "message"}], in the report's language
+    # classic mistakes recognised by behaviour (grader/grading/diagnose.py): [{"id", "message"}], report language
     diagnoses: list[dict[str, str]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:

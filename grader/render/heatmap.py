@@ -3,7 +3,7 @@
 The engine's `grade()` returns only the report; to draw the matrices we call `engine.collect()`
 and `engine.judge()` ourselves (`grade_with_matrices`) and read the tensors both sides produced
 for the cases whose output is a weight matrix. This module also draws them in the terminal
-(rich, one background colour per cell); grader/html_report.py draws them in HTML.
+(rich, one background colour per cell); grader/render/html_report.py draws them in HTML.
 """
 
 from __future__ import annotations

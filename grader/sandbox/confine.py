@@ -59,7 +59,7 @@ ROOT = KATA_ROOT
 LAYERS: dict[str, bool] = {}  # what confine() managed to apply, reported by `attn-kata doctor`
 
 
-@functools.cache  # the same for every worker: computed once in the zygote (grader/_preload.py)
+@functools.cache  # the same for every worker: computed once in the zygote (grader/pool/preload.py)
 def readable_paths() -> list[str]:
     """What a worker may read: Python and its packages, system libraries; not the kata's own
     folder (solutions/ lives there), except the virtual environment inside it."""

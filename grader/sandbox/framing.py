@@ -1,5 +1,5 @@
-"""Length-prefixed messages over a socket, without torch: the worker channel (grader/channel.py) and the
-batch's grading processes (grader/batch.py) both speak it."""
+"""Length-prefixed messages over a socket, without torch: the worker channel (grader/sandbox/channel.py) and the
+batch's grading processes (grader/instructor/batch.py) both speak it."""
 
 from __future__ import annotations
 

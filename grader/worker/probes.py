@@ -35,7 +35,7 @@ NO_ROLE = N_("no parameter of yours could be matched to {roles} (your parameters
              "does (W_query, W_key, W_value, out_proj), or so that each name says query, key, value or out")
 PLAIN_LIST = N_("`self.{attr}` is a plain Python {type}: the modules in it are hidden from .parameters(), "
                 "state_dict() and .to(); keep them in an nn.ModuleList")
-# every template a worker may send back (probes here, the worker's own in grader/worker.py)
+# every template a worker may send back (probes here, the worker's own in grader/worker/serve.py)
 MESSAGES = frozenset({
     N_("{what} returned {type}, expected a torch.Tensor"),
     NO_PARAMETER,

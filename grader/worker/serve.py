@@ -1,7 +1,7 @@
 """The untrusted side: a forked process that imports a submission and runs probes on it.
 
 It holds no reference outputs and makes no judgement. It receives inputs and sends back
-outputs over a private pipe, as safetensors bytes (grader/channel.py).
+outputs over a private pipe, as safetensors bytes (grader/sandbox/channel.py).
 """
 
 from __future__ import annotations
