@@ -37,8 +37,6 @@ class Case:
     inputs: dict[str, torch.Tensor] = field(default_factory=dict)
     params: dict[str, Any] = field(default_factory=dict)
     seed: int = 0  # torch's global seed in the worker just before the probe runs
-    # the case whose outputs vouch for this one's facts (default: itself); never sent to the worker
-    vouched_by: str | None = None
 
 
 @dataclass
@@ -180,17 +178,18 @@ class Outcome:
         believed only once some case of the step shows outputs equal to the reference's, which no amount of
         forging gives without doing the work (a random case never equals them exactly, so only deterministic
         ones vouch). Forging a fact then earns nothing that the work itself did not."""
-        spec = self.case_specs.get(case)
-        vouchers = [spec.vouched_by] if spec is not None and spec.vouched_by else list(self.case_specs) or [case]
-        if not any(self.behaves(c) for c in vouchers):
+        if not self.some_output_right():
             raise Failed(_("`{key}` is reported by your own code, so it counts once some outputs are right: "
                            "fix those first").format(key=key))
 
     def require_work(self) -> None:
         """Some case of the step must show outputs equal to the reference's (see `check`)."""
-        if not any(self.behaves(c) for c in self.case_specs):
+        if not self.some_output_right():
             raise Failed(_("no output of this step matches the reference yet, so this property earns nothing on "
                            "its own: make the outputs right first"))
+
+    def some_output_right(self) -> bool:
+        return any(self.behaves(c) for c in self.case_specs)
 
     def behaves(self, case: str) -> bool:
         """Do the learner's tensors for `case` match every tensor of the reference's, in shape and value?"""

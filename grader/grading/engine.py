@@ -181,9 +181,12 @@ def _collect(path: str | Path, *, steps: Iterable[str] | None, secret: str | Non
     units = [(u.module, u.label, u.source) for u in sub.units]
     requests = prepared_requests(resolve_secret(secret))
     todo = list(step_list)
+    config = config or {}
     # one wall-clock budget for all steps and restarts (counted from the first import): a submission whose
     # every step hangs costs about two time-outs, not one per step plus a re-import each
-    budget = float((config or {}).get("budget") or BUDGET_FACTOR * timeout)
+    budget = float(config.get("budget") or BUDGET_FACTOR * timeout)
+    over_budget = _("not finished: this submission used up its time budget ({budget:g} s for all steps)").format(
+        budget=budget)
     deadline: float | None = None
     while todo:  # one worker per pass; a step that kills it is recorded and the next pass starts after it
         if deadline is not None and deadline - time.monotonic() <= 0:
@@ -192,12 +195,12 @@ def _collect(path: str | Path, *, steps: Iterable[str] | None, secret: str | Non
             for s in todo:
                 col.results[s.id] = _blank(s, "error", "timeout", msg, lang)
             break
-        worker = Worker(units, config or {})
+        worker = Worker(units, config)
         try:
             try:
                 left = LOAD_TIMEOUT if deadline is None else min(LOAD_TIMEOUT, deadline - time.monotonic())
                 layers = worker.confined(left)  # sent before any learner code ran: nothing it does can forge it
-                if (config or {}).get("require_strong") and (missing := missing_layers(layers)):
+                if config.get("require_strong") and (missing := missing_layers(layers)):
                     raise WeakSandbox(_("this machine's sandbox lacks what grading with a secret needs: {layers} "
                                         "(see `attn-kata doctor`; --allow-weak-sandbox grades anyway)").format(
                         layers=", ".join(missing)))
@@ -206,8 +209,7 @@ def _collect(path: str | Path, *, steps: Iterable[str] | None, secret: str | Non
                 reason = DETAIL_FOR_LOSS.get(getattr(exc, "reason", ""), "no_result")
                 msg = _("importing the submission failed: {detail}").format(detail=getattr(exc, "detail", exc))
                 if reason == "timeout" and left < LOAD_TIMEOUT:
-                    msg = _("not finished: this submission used up its time budget ({budget:g} s for all "
-                            "steps)").format(budget=budget)
+                    msg = over_budget
                 for s in todo:
                     col.results.setdefault(s.id, _blank(s, "error", reason, msg, lang))
                 break
@@ -239,8 +241,7 @@ def _collect(path: str | Path, *, steps: Iterable[str] | None, secret: str | Non
                                "unreadable": _("the result could not be read ({detail})")}[exc.reason].format(
                             timeout=timeout, detail=exc.detail)
                         if exc.reason == "timeout" and left < timeout:
-                            msg = _("not finished: this submission used up its time budget ({budget:g} s for all "
-                                    "steps)").format(budget=budget)
+                            msg = over_budget
                         col.results[step.id] = _blank(step, "error", DETAIL_FOR_LOSS[exc.reason], msg, lang)
                         todo = phase[i + 1:] + [s for later in phases[p + 1:] for s in later]
                         break

@@ -145,11 +145,11 @@ def confine(config: dict[str, Any]) -> None:
 
 
 class CappedOutput(io.TextIOBase):
-    """sys.stdout and sys.stderr of a worker: the first `cap` bytes go to its log, the rest is counted and
-    dropped, so a learner's prints never become an error (a full disk, a file-size limit)."""
+    """sys.stdout and sys.stderr of a worker: the first `cap` bytes go to its log, the rest is dropped, so a
+    learner's prints never become an error (a full disk, a file-size limit)."""
 
     def __init__(self, fd: int, cap: int):
-        self._fd, self._left, self.dropped = fd, cap, 0
+        self._fd, self._left = fd, cap
 
     def writable(self) -> bool:
         return True
@@ -163,7 +163,6 @@ class CappedOutput(io.TextIOBase):
                 self._left -= len(keep)
             except OSError:
                 self._left = 0
-        self.dropped += len(data) - len(keep)
         return len(s)
 
     def fileno(self) -> int:
