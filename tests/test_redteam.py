@@ -452,10 +452,17 @@ def test_memory_limit_holds_for_the_workers_process_tree(tmp_path: Path) -> None
                 if not chunk:
                     break
                 got += chunk
+            time.sleep(0.3)
+            # what the tree holds at once: children that filled their block and are still alive (the cgroup's
+            # OOM killer may end one after it reported)
+            alive = sum(os.waitpid(pid, os.WNOHANG)[0] == 0 for pid in kids)
             for pid in kids:
-                os.kill(pid, 9)
-                os.waitpid(pid, 0)
-            if len(got) * MB <= 100:
+                try:
+                    os.kill(pid, 9)
+                    os.waitpid(pid, 0)
+                except OSError:
+                    pass
+            if min(len(got), alive) * MB <= 100:
                 raise MemoryError("the tree was held to its limit")
             return inputs @ query  # the right answer only when the tree held 4 x 48 MB under a 100 MB cap
         """))
