@@ -6,8 +6,12 @@ import os
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-# the kata's folder: exercises/, solutions/ and grader/ side by side
-KATA_ROOT = Path(__file__).resolve().parent.parent
+# where `import grader` comes from: a checkout's root (editable install) or site-packages (a wheel)
+IMPORT_ROOT = Path(__file__).resolve().parent.parent
+# A wheel carries the kata as package data (setup.py copies exercises/ and solutions/ there at build time; the
+# checkout keeps one copy, at its root). KATA_ROOT holds exercises/ and solutions/ in either case.
+BUNDLED_KATA = Path(__file__).resolve().parent / "kata"
+KATA_ROOT = BUNDLED_KATA if (BUNDLED_KATA / "solutions").is_dir() else IMPORT_ROOT
 
 DEFAULT_TIMEOUT = 10.0  # seconds per step, wall clock, enforced from outside the worker
 LOAD_TIMEOUT = 30.0

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from grader.instructor.discovery import locate
-from grader.settings import KATA_ROOT
+from grader.settings import IMPORT_ROOT, KATA_ROOT, grader_version
 
-ROOT = KATA_ROOT
+ROOT = IMPORT_ROOT  # a checkout's root; from an installed wheel, site-packages (the kata then in grader/kata/)
 TORCH_VERSION = "2.13.0"
 
 SETUP_SH = f"""#!/usr/bin/env bash
@@ -64,8 +64,47 @@ exit 0
 """
 
 KATA_FILES = ("pyproject.toml", "README.md", "LICENSE")
-KATA_DIRS = ("grader", "solutions")
 SKIP = {"__pycache__", ".pytest_cache", ".ruff_cache"}
+# built from an installed wheel, which has no pyproject.toml: just enough for setup.sh's `pip install -e`
+MINIMAL_PYPROJECT = """[build-system]
+requires = ["setuptools>=77"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "attention-kata"
+version = "{version}"
+dependencies = {dependencies}
+
+[tool.setuptools.packages.find]
+include = ["grader*"]
+
+[tool.setuptools.package-data]
+grader = ["checks/pytest.ini", "locale/*/LC_MESSAGES/*.mo", "locale/*/LC_MESSAGES/*.po"]
+"""
+
+
+def _kata_tree() -> list[tuple[str, Path]]:
+    """(name in the zip, file): the grader package and the reference, laid out as a checkout (kata/grader,
+    kata/solutions) whether this runs from a checkout or from an installed wheel."""
+    files = []
+    for arc, base in (("grader", ROOT / "grader"), ("solutions", KATA_ROOT / "solutions")):
+        for f in sorted(base.rglob("*")):
+            rel = f.relative_to(base)
+            if arc == "grader" and rel.parts[:1] == ("kata",):
+                continue  # a wheel's copy of the kata: solutions/ is added once, below kata/
+            if f.is_file() and not f.is_symlink() and not SKIP.intersection(rel.parts) and f.suffix != ".pyc":
+                files.append((f"kata/{arc}/{rel.as_posix()}", f))
+    return files
+
+
+def _minimal_pyproject() -> bytes:
+    from importlib.metadata import PackageNotFoundError, requires
+
+    try:
+        deps = [r for r in requires("attention-kata") or [] if "extra" not in r]
+    except PackageNotFoundError:
+        deps = []
+    return MINIMAL_PYPROJECT.format(version=grader_version(), dependencies=json.dumps(deps)).encode()
 
 
 def _add(zf: zipfile.ZipFile, arcname: str, data: bytes, mode: int = 0o644) -> None:
@@ -87,11 +126,10 @@ def build(*, out: str | Path = "autograder.zip", secret: str | None = None) -> P
         for name in KATA_FILES:
             if (ROOT / name).is_file():
                 _add(zf, f"kata/{name}", (ROOT / name).read_bytes())
-        for d in KATA_DIRS:
-            for f in sorted((ROOT / d).rglob("*")):
-                rel = f.relative_to(ROOT)
-                if f.is_file() and not f.is_symlink() and not SKIP.intersection(rel.parts) and f.suffix != ".pyc":
-                    _add(zf, f"kata/{rel.as_posix()}", f.read_bytes())
+            elif name == "pyproject.toml":
+                _add(zf, "kata/pyproject.toml", _minimal_pyproject())
+        for arcname, f in _kata_tree():
+            _add(zf, arcname, f.read_bytes())
         if secret:
             _add(zf, "secret.txt", secret.encode(), 0o600)
     os.replace(tmp, out)

@@ -32,7 +32,7 @@ import time
 from typing import Any
 
 from grader.sandbox import landlock  # its libc handle: loaded once, here, rather than again in every worker
-from grader.settings import KATA_ROOT
+from grader.settings import IMPORT_ROOT
 
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_NAME = 15
@@ -40,7 +40,7 @@ CLONE_NEWPID = 0x20000000
 ORPHAN_SCAN_INTERVAL = 0.5  # seconds
 ENTRY = re.compile(r"grader(\.\w+)+:\w+")  # a grading process's entry point, module:function
 MAX_LINE = 256
-ROOT = KATA_ROOT
+ROOT = IMPORT_ROOT  # where `import grader` comes from (a checkout or site-packages), never grader/kata
 
 
 def _subreaper() -> bool:

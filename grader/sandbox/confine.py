@@ -61,14 +61,39 @@ LAYERS: dict[str, bool] = {}  # what confine() managed to apply, reported by `at
 
 @functools.cache  # the same for every worker: computed once in the zygote (grader/pool/preload.py)
 def readable_paths() -> list[str]:
-    """What a worker may read: Python and its packages, system libraries; not the kata's own
-    folder (solutions/ lives there), except the virtual environment inside it."""
+    """What a worker may read: Python and its packages, system libraries; never the kata's own folder
+    (KATA_ROOT: a checkout's root, or grader/kata/ inside an installed wheel, where solutions/ lives)."""
     # no /proc: a worker sees no other process's cmdline, environ, maps or memory (nor its own pid's files,
     # which it never needs once confined)
     paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, "/usr", "/lib", "/lib64", "/etc", "/dev",
              "/sys/devices/system/cpu"}
-    paths |= {p for p in sys.path if p and os.path.isdir(p) and Path(p).resolve() != ROOT}
-    return sorted(p for p in paths if os.path.exists(p))
+    paths |= {p for p in sys.path if p and os.path.isdir(p)}
+    return grants_without(sorted(p for p in paths if os.path.exists(p)), ROOT)
+
+
+def grants_without(paths: list[str], hidden: Path) -> list[str]:
+    """`paths` as Landlock grants that leave `hidden` out. A grant covers everything beneath it and Landlock
+    cannot subtract a subfolder, so a grant above `hidden` (site-packages, when a wheel put the kata in
+    grader/kata/) is replaced by its children, one level at a time down the way to `hidden`. Every
+    comparison is between resolved paths: Landlock follows a link to the folder it names (a venv's lib64)."""
+    hidden = Path(os.path.realpath(hidden))
+    out: set[str] = set()
+    todo = [(Path(os.path.realpath(p)), True) for p in paths]
+    while todo:
+        p, asked = todo.pop()
+        # the kata itself; beneath it only what was asked for by name (a checkout's own .venv), never what a
+        # split finds there
+        if p == hidden or (hidden in p.parents and not asked):
+            continue
+        if p not in hidden.parents:
+            out.add(str(p))
+            continue
+        try:
+            children = os.listdir(p)
+        except OSError:
+            continue
+        todo += [(Path(os.path.realpath(p / c)), False) for c in children]
+    return sorted(out)
 
 
 def _new_netns() -> bool:
