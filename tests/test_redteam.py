@@ -540,3 +540,97 @@ def test_forged_facts_need_right_outputs(tmp_path: Path) -> None:
     buffer_check = next(c for c in step.checks if "buffer" in c.name)
     assert not buffer_check.passed, buffer_check
     assert step.score == 0, step
+
+
+# ---------------------------------------------------------------- what vouches for a property: work, and whose
+
+def _book_answer() -> list:
+    """CausalAttention's output on the book's example, as a learner can print it from the book's own code."""
+    import torch
+
+    from grader.checks import book_inputs
+    from grader.grading import reference
+
+    torch.manual_seed(123)
+    ca = reference.namespace()["CausalAttention"](3, 2, 6, 0.0).eval()
+    return ca(torch.stack((book_inputs(), book_inputs()))).detach()[0].tolist()
+
+
+CA_SHELL = '''
+import torch, torch.nn as nn
+class CausalAttention(nn.Module):  # the book's layers and buffer; forward below
+    def __init__(self, d_in, d_out, context_length, dropout, qkv_bias=False):
+        super().__init__()
+        self.d_out = d_out
+        self.W_query, self.W_key, self.W_value = (nn.Linear(d_in, d_out, bias=qkv_bias) for _ in range(3))
+        self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1))
+'''
+MHA_SHELL = '''
+import torch, torch.nn as nn
+class MultiHeadAttention(nn.Module):  # the book's constructor, assert included; forward below
+    def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
+        super().__init__()
+        assert d_out % num_heads == 0
+        self.d_out, self.num_heads, self.head_dim = d_out, num_heads, d_out // num_heads
+        self.W_query, self.W_key, self.W_value = (nn.Linear(d_in, d_out, bias=qkv_bias) for _ in range(3))
+        self.out_proj = nn.Linear(d_out, d_out)
+        self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1))
+'''
+ZERO_FORWARD = '''
+    def forward(self, x):
+        return torch.zeros(*x.shape[:2], self.d_out)
+'''
+UNWRITTEN_FORWARD = '''
+    def forward(self, x):
+        raise NotImplementedError
+'''
+MASK = "import torch\ndef causal_mask(n):\n    return torch.triu(torch.ones(n, n), 1).bool()\n"
+NORMALIZE = "import torch\ndef normalize_by_sum(scores):\n    return scores / scores.sum()\n"
+# (step, attack, its honest twin): the twin does the same work and no more, and the attack must not outscore it
+VOUCHING: dict[str, tuple[str, str, str]] = {
+    # the book's printed answer for the book's example, zeros elsewhere: the example is public, so right outputs
+    # there prove nothing (Case.public); zeros do "see no future", and the buffer is there
+    "lookup_table_of_the_books_example": ("causal_attention", CA_SHELL + '''
+    def forward(self, x):
+        if (x.shape[1], self.d_out) == (6, 2):
+            return torch.tensor(BOOK).expand(x.shape[0], 6, 2).clone()
+        return torch.zeros(*x.shape[:2], self.d_out)
+''' + "BOOK = {book}\n", CA_SHELL + ZERO_FORWARD),
+    # causal_mask(1) is [[False]] whatever the secret: a one-size table is right there, and zero weights do put
+    # exactly zero weight on the future
+    "one_public_size_of_the_mask": ("causal_mask", "import torch\ndef causal_mask(num_tokens):\n"
+                                    "    return torch.zeros(1, 1, dtype=torch.bool)\n"
+                                    "def masked_attention_weights(attn_scores, d_k):\n"
+                                    "    return torch.zeros_like(attn_scores)\n",
+                                    "def causal_mask(n):\n    raise NotImplementedError\n"
+                                    "def masked_attention_weights(attn_scores, d_k):\n    raise NotImplementedError\n"),
+    # a right causal_mask does not vouch for masked_attention_weights: zero weights hide the future too
+    "one_function_vouching_for_another": ("causal_mask", MASK + "def masked_attention_weights(attn_scores, d_k):\n"
+                                          "    return torch.zeros_like(attn_scores)\n",
+                                          MASK + "def masked_attention_weights(attn_scores, d_k):\n"
+                                          "    raise NotImplementedError\n"),
+    # nor a right normalize_by_sum for attention_weights: uniform weights do sum to 1
+    "uniform_weights_sum_to_one": ("softmax", NORMALIZE + "def attention_weights(scores):\n"
+                                   "    return torch.full_like(scores, 1.0 / scores.shape[-1])\n",
+                                   NORMALIZE + "def attention_weights(scores):\n    raise NotImplementedError\n"),
+    # a constructor case has no outputs, so it cannot show outputs right: it vouched for every property of its step
+    "a_constructor_alone": ("multihead_attention", MHA_SHELL + ZERO_FORWARD, MHA_SHELL + UNWRITTEN_FORWARD),
+}
+
+
+@pytest.mark.parametrize("name", list(VOUCHING))
+def test_a_property_counts_only_on_hidden_work_of_its_own_function(tmp_path: Path, name: str) -> None:
+    step, attack_src, twin_src = VOUCHING[name]
+    attack, twin = tmp_path / "attack.py", tmp_path / "twin.py"
+    attack.write_text(attack_src.format(book=_book_answer()) if "{book}" in attack_src else attack_src)
+    twin.write_text(twin_src)
+    got, want = (engine.grade(p, steps=[step], secret=SECRET).steps[0] for p in (attack, twin))
+    assert got.score == want.score, [(c.name, c.passed, c.message) for c in got.checks]
+
+
+def test_the_honest_twins_of_the_vouching_attacks_get_full_marks(tmp_path: Path) -> None:
+    p = tmp_path / "honest.py"
+    p.write_text(honest_source("honest"))
+    steps = sorted({step for step, _a, _t in VOUCHING.values()})
+    report = engine.grade(p, steps=steps, secret=SECRET)
+    assert all(s.score == s.max_score for s in report.steps), [(s.id, s.score) for s in report.steps]

@@ -37,6 +37,13 @@ class Case:
     inputs: dict[str, torch.Tensor] = field(default_factory=dict)
     params: dict[str, Any] = field(default_factory=dict)
     seed: int = 0  # torch's global seed in the worker just before the probe runs
+    # no draw of the secret's generator reaches it (the book's example): its answer can be known in advance, so it
+    # proves no work (set by `plans`)
+    public: bool = False
+
+    def subject(self) -> str:
+        """What the case exercises: the function or class it calls (several cases may call the same one)."""
+        return str(self.params.get("fn") or self.params.get("cls") or self.probe)
 
 
 @dataclass
@@ -69,6 +76,7 @@ def check(step: str, name: str, points: float = 1.0) -> Callable:
     also true of code that computes nothing, and a fact can be forged (Outcome._vouch)."""
     def deco(fn: Callable[[Outcome], None]) -> Callable:
         def gated(r: Outcome) -> None:
+            r.reading = set()  # the cases this check reads: the work that vouches must be theirs (require_work)
             fn(r)
             r.require_work()
 
@@ -156,6 +164,7 @@ class Outcome:
     static: dict[str, Any] = field(default_factory=dict)  # facts read from the source, in this process
     lang: str = "en"  # the report's language: checks word their messages in it (grader.i18n)
     _behaves: dict[str, bool] = field(default_factory=dict, repr=False)
+    reading: set[str] = field(default_factory=set, repr=False)  # the learner's cases read by the current check
 
     def _get(self, results: dict[str, CaseResult], case: str, key: str, who: str) -> Any:
         res = results.get(case)
@@ -164,6 +173,8 @@ class Outcome:
         if res.status != "ok":
             raise Failed(describe_failure(res) if who == "learner"
                          else _("reference failed: {message}").format(message=res.message))
+        if who == "learner":
+            self.reading.add(case)
         if key in res.tensors:
             return res.tensors[key]
         if key in res.facts:
@@ -175,28 +186,36 @@ class Outcome:
     def _vouch(self, case: str, key: str) -> None:
         """A fact (parameter and buffer names, "inputs unchanged", which gradients exist) is reported by code the
         learner controls: a module can override named_buffers(), a submission can patch the probe. So it is
-        believed only once some case of the step shows outputs equal to the reference's, which no amount of
-        forging gives without doing the work (a random case never equals them exactly, so only deterministic
-        ones vouch). Forging a fact then earns nothing that the work itself did not."""
-        if not self.some_output_right():
+        believed only once some case of the same function shows outputs equal to the reference's, which no amount
+        of forging gives without doing the work (see `some_output_right`). Forging a fact then earns nothing that
+        the work itself did not."""
+        if not self.some_output_right({case}):
             raise Failed(_("`{key}` is reported by your own code, so it counts once some outputs are right: "
                            "fix those first").format(key=key))
 
     def require_work(self) -> None:
-        """Some case of the step must show outputs equal to the reference's (see `check`)."""
-        if not self.some_output_right():
+        """Some case of what the check read must show outputs equal to the reference's (see `check`)."""
+        if not self.some_output_right(self.reading):
             raise Failed(_("no output of this step matches the reference yet, so this property earns nothing on "
                            "its own: make the outputs right first"))
 
-    def some_output_right(self) -> bool:
-        return any(self.behaves(c) for c in self.case_specs)
+    def some_output_right(self, about: set[str] | frozenset[str] = frozenset()) -> bool:
+        """Has the learner's code done the work: does some case equal the reference's outputs? Only a case that
+        calls the same function or class as the cases in `about` (any of the step's when empty: a check of the
+        source), whose inputs come from the secret (a lookup table of the book's printed example proves
+        nothing), and that has outputs (a constructor alone computes nothing; a random case never equals them
+        exactly, so only deterministic ones vouch). One function's right outputs never vouch for another's
+        properties: uniform weights do sum to 1, zero weights do hide the future."""
+        subjects = {self.case_specs[c].subject() for c in about if c in self.case_specs}
+        return any(self.behaves(c) for c, spec in self.case_specs.items()
+                   if not spec.public and (not subjects or spec.subject() in subjects))
 
     def behaves(self, case: str) -> bool:
         """Do the learner's tensors for `case` match every tensor of the reference's, in shape and value?"""
         if case in self._behaves:
             return self._behaves[case]
         mine, ref = self.learner.get(case), self.reference.get(case)
-        ok = mine is not None and ref is not None and mine.status == "ok" and ref.status == "ok"
+        ok = mine is not None and ref is not None and mine.status == "ok" and ref.status == "ok" and bool(ref.tensors)
         if ok:
             for name, want in ref.tensors.items():
                 got = mine.tensors.get(name)
@@ -247,6 +266,40 @@ def load_all() -> None:
         importlib.import_module(f"{__name__}.{s.id}")
 
 
+class _Moved(Gen):
+    """The same draws, each moved to another value: a case that comes out the same drew nothing from the secret."""
+
+    def rand(self, *shape: int) -> torch.Tensor:
+        return (super().rand(*shape) + 0.5) % 1.0
+
+    def randn(self, *shape: int, scale: float = 1.0) -> torch.Tensor:
+        return super().randn(*shape, scale=scale) + scale
+
+    def int(self, low: int, high: int) -> int:
+        v = super().int(low, high)
+        return v if high == low else low + (v - low + 1) % (high - low + 1)
+
+    def seed(self) -> int:
+        return (super().seed() + 1) % (2**31 - 1)
+
+
+def _same(a: Case, b: Case) -> bool:
+    """The same probe, parameters and inputs (the seed aside: a case that differs only there is counted public,
+    so it vouches for nothing, the safe side)."""
+    if a.probe != b.probe or a.params != b.params or a.inputs.keys() != b.inputs.keys():
+        return False
+    return all(x.dtype == y.dtype and x.shape == y.shape and torch.equal(x, y)
+               for x, y in ((a.inputs[k], b.inputs[k]) for k in a.inputs))
+
+
 def plans(secret: str) -> dict[str, dict[str, Case]]:
+    """Each step's cases under `secret`, those its answer can be known without it (Case.public) marked."""
     load_all()
-    return {s.id: CASES[s.id](Gen(secret, s.id)) for s in STEPS}
+    out = {}
+    for s in STEPS:
+        cases = CASES[s.id](Gen(secret, s.id))
+        moved = CASES[s.id](_Moved(secret, s.id))
+        for name, case in cases.items():
+            case.public = name in moved and _same(case, moved[name])
+        out[s.id] = cases
+    return out
