@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from grader import i18n
-from grader.cli_args import step_ids
+from grader.cli_args import complete_steps, step_ids
 from grader.i18n import _
 from grader.pool import zygote
 from grader.registry import STEPS
@@ -60,6 +60,24 @@ def interrupted() -> None:
     click.echo(_("interrupted"), err=True)
     sys.exit(EXIT_INTERRUPTED)
 
+
+def workspace_option(required: bool = True):  # type: ignore[no-untyped-def]
+    """`--path`: the workspace as given, else the one the current folder is in (grader.learner.workspace, searched
+    upwards as git does). None where there is none and the command can do without (`list`)."""
+
+    def resolve(ctx: click.Context, param: click.Parameter, value: Path | None) -> Path | None:
+        from grader.learner import workspace
+
+        try:
+            return workspace.resolve(value)
+        except workspace.NoWorkspace:
+            if not required:
+                return None
+            fail(_("attn-kata: no workspace in this folder or above it; `attn-kata init` makes one, or pass --path"))
+        return None
+
+    return click.option("--path", "workspace", type=click.Path(path_type=Path), default=None, callback=resolve,
+                        help="Your workspace (default: the one this folder is in, found as git finds a repository).")
 
 
 class KataGroup(click.Group):
@@ -112,10 +130,28 @@ def main(ctx: click.Context, lang: str | None) -> None:
     i18n.set_lang(ctx.obj["lang"])  # every learner-facing text from here on (grader/i18n.py)
 
 
-@main.command("list")
-@click.option("--path", "workspace", default="exercises", show_default=True, help="Your workspace.")
+@main.command()
+@click.argument("folder", type=click.Path(path_type=Path), default="attention-kata", required=False)
+@click.option("--notebook", is_flag=True, help="One Jupyter notebook with every step, instead of a file per step.")
 @click.pass_obj
-def list_cmd(obj: dict, workspace: str) -> None:
+def init(obj: dict, folder: Path, notebook: bool) -> None:
+    """Make a workspace in FOLDER (default: attention-kata): the exercises, a README, your progress."""
+    from grader.learner.init import NotEmpty
+    from grader.learner.init import init as make_workspace
+
+    try:
+        ws = make_workspace(folder, lang=obj["lang"], with_notebook=notebook)
+    except NotEmpty:
+        fail(_("attn-kata: {path} exists and is not empty; choose a new folder").format(path=folder))
+    except OSError as exc:
+        fail(_("attn-kata: cannot write {path} ({error})").format(path=folder, error=exc.strerror or exc))
+    click.echo(_("workspace ready: cd {path} && attn-kata check").format(path=ws))
+
+
+@main.command("list")
+@workspace_option(required=False)
+@click.pass_obj
+def list_cmd(obj: dict, workspace: Path | None) -> None:
     """The steps, with your progress."""
     from grader.learner import api
 
@@ -123,14 +159,14 @@ def list_cmd(obj: dict, workspace: str) -> None:
 
 
 @main.command()
-@click.argument("steps", nargs=-1)
-@click.option("--path", "workspace", default="exercises", show_default=True, help="Your workspace.")
+@click.argument("steps", nargs=-1, shell_complete=complete_steps)
+@workspace_option()
 @click.option("--timeout", type=TIMEOUT, default=DEFAULT_TIMEOUT, show_default=True,
               help="Seconds allowed per step.")
 @click.option("--html", type=click.Path(path_type=Path, dir_okay=False), default=None,
               help="Also write a self-contained HTML report (heatmaps of the attention weights).")
 @click.pass_obj
-def check(obj: dict, steps: tuple[str, ...], workspace: str, timeout: float, html: Path | None) -> None:
+def check(obj: dict, steps: tuple[str, ...], workspace: Path, timeout: float, html: Path | None) -> None:
     """Grade your workspace; exit 0 only when every requested step passes."""
     from grader.learner import api
 
@@ -146,11 +182,11 @@ def check(obj: dict, steps: tuple[str, ...], workspace: str, timeout: float, htm
 
 
 @main.command()
-@click.argument("step")
-@click.option("--path", "workspace", default="exercises", show_default=True, help="Your workspace.")
+@click.argument("step", shell_complete=complete_steps)
+@workspace_option()
 @click.option("--all", "show_all", is_flag=True, help="Show every hint revealed so far.")
 @click.pass_obj
-def hint(obj: dict, step: str, workspace: str, show_all: bool) -> None:
+def hint(obj: dict, step: str, workspace: Path, show_all: bool) -> None:
     """Reveal the next hint for STEP (id or number)."""
     from grader.learner import api
 
@@ -210,12 +246,12 @@ def grade(obj: dict, path: Path, fmt: str, secret: str | None, steps: tuple[str,
 
 
 @main.command()
-@click.argument("step", required=False)
-@click.option("--path", "workspace", default="exercises", show_default=True, help="Your workspace.")
+@click.argument("step", required=False, shell_complete=complete_steps)
+@workspace_option()
 @click.option("--timeout", type=TIMEOUT, default=DEFAULT_TIMEOUT, show_default=True,
               help="Seconds allowed per step.")
 @click.pass_obj
-def watch(obj: dict, step: str | None, workspace: str, timeout: float) -> None:
+def watch(obj: dict, step: str | None, workspace: Path, timeout: float) -> None:
     """Re-grade the current step each time you save; `n` + Enter moves on, `q` quits."""
     from grader.learner.watch import watch as run_watch
 
@@ -224,11 +260,11 @@ def watch(obj: dict, step: str | None, workspace: str, timeout: float) -> None:
 
 
 @main.command()
-@click.argument("step")
-@click.option("--path", "workspace", default="exercises", show_default=True, help="Your workspace.")
+@click.argument("step", shell_complete=complete_steps)
+@workspace_option()
 @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
 @click.pass_obj
-def reset(obj: dict, step: str, workspace: str, yes: bool) -> None:
+def reset(obj: dict, step: str, workspace: Path, yes: bool) -> None:
     """Put the stub of STEP back in your workspace (your version is kept in .attn-kata/backup/)."""
     from grader.learner.watch import reset_step
 
@@ -236,10 +272,10 @@ def reset(obj: dict, step: str, workspace: str, yes: bool) -> None:
 
 
 @main.command()
-@click.argument("step")
-@click.option("--path", "workspace", default="exercises", show_default=True, help="Your workspace.")
+@click.argument("step", shell_complete=complete_steps)
+@workspace_option()
 @click.pass_obj
-def solution(obj: dict, step: str, workspace: str) -> None:
+def solution(obj: dict, step: str, workspace: Path) -> None:
     """Show the reference solution of STEP, once you have passed it."""
     from grader.learner.watch import show_solution
 

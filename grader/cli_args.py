@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 import click
+from click.shell_completion import CompletionItem
 
 from grader.i18n import _
 from grader.registry import get_step
@@ -21,3 +22,12 @@ def step_ids(values: tuple[str, ...]) -> list[str]:
             click.echo(_("unknown step {step!r}; `attn-kata list` shows the steps").format(step=v), err=True)
             sys.exit(2)
     return ids
+
+
+def complete_steps(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+    """Shell completion of a step argument (`_ATTN_KATA_COMPLETE=bash_source attn-kata`): ids, with their titles."""
+    from grader.i18n import step_title
+    from grader.registry import STEPS
+
+    return [CompletionItem(s.id, help=step_title(s)) for s in STEPS
+            if s.id.startswith(incomplete) or str(s.number) == incomplete]

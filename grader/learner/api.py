@@ -13,13 +13,13 @@ from rich.console import Console
 from grader import i18n
 from grader.grading.report import Report
 from grader.i18n import N_, _
+from grader.learner import workspace as workspace_state
+from grader.learner.workspace import STATE_DIR
 from grader.registry import BY_ID, STEPS
 from grader.render import reporters
 from grader.settings import DEFAULT_TIMEOUT, resolve_secret
 
-STATE_DIR = ".attn-kata"
-
-__all__ = ["DEFAULT_TIMEOUT", "check", "default_lang", "grade", "hint", "list_steps"]
+__all__ = ["DEFAULT_TIMEOUT", "STATE_DIR", "check", "default_lang", "grade", "hint", "list_steps"]
 
 
 def default_lang() -> str:
@@ -31,19 +31,21 @@ def default_lang() -> str:
     return i18n.normalise(locale.getlocale()[0] or "")
 
 
-def _state_path(workspace: str | Path) -> Path:
-    return Path(workspace) / STATE_DIR / "state.json"
-
-
 def load_state(workspace: str | Path) -> dict:
-    try:
-        return json.loads(_state_path(workspace).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
+    """Progress and hints: from where they are written (grader.learner.workspace.state_dir), else, in a read-only
+    workspace that has none there yet, from the workspace's own .attn-kata/."""
+    for p in dict.fromkeys(workspace_state.state_files(workspace)):
+        try:
+            state = json.loads(p.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(state, dict):
+            return state
+    return {}
 
 
 def save_state(workspace: str | Path, state: dict) -> None:
-    p = _state_path(workspace)
+    p = workspace_state.state_files(workspace)[0]
     try:
         p.parent.mkdir(parents=True, exist_ok=True)
         tmp = p.with_suffix(".tmp")
@@ -127,25 +129,27 @@ def check(*, workspace: str | Path = "exercises", steps: list[str] | None = None
         console.print(i18n.translate(lang, N_("no workspace at {ws}/: run from the kata's folder, or pass --path"))
                       .format(ws=workspace), style="red", markup=False, highlight=False)
         return False
-    report, mats = _grade_pictures(workspace, html, console.is_terminal, steps=steps, timeout=timeout, lang=lang)
+    graded = workspace_state.submission(workspace)  # the notebook of an `init --notebook` workspace
+    report, mats = _grade_pictures(graded, html, console.is_terminal, steps=steps, timeout=timeout, lang=lang)
     reporters.table(report, console, lang=lang)
     _print_heatmaps(report, mats, console, lang)
     record_progress(workspace, report)
     nxt = next((s for s in report.steps if s.status != "passed"), None)
     if nxt is not None:
         tip = i18n.translate(lang, N_("next: edit {path}; stuck? `attn-kata hint {step}`")).format(
-            path=f"{workspace}/{nxt.id}.py", step=nxt.id)
+            path=graded if graded.suffix == ".ipynb" else Path(workspace) / f"{nxt.id}.py", step=nxt.id)
         console.print(tip, markup=False, highlight=False)
     return all(s.status == "passed" for s in report.steps)
 
 
-def list_steps(*, workspace: str | Path = "exercises", lang: str = "en") -> None:
+def list_steps(*, workspace: str | Path | None = "exercises", lang: str = "en") -> None:
+    """The steps, with the progress recorded in `workspace` (None: outside any workspace, no progress)."""
     with i18n.using(lang):
         _list_steps(workspace)
 
 
-def _list_steps(workspace: str | Path) -> None:
-    progress = load_state(workspace).get("progress", {})
+def _list_steps(workspace: str | Path | None) -> None:
+    progress = load_state(workspace).get("progress", {}) if workspace is not None else {}
     console = Console()
     from rich.table import Table
 

@@ -6,6 +6,7 @@ grader (imports of grader, check(...), assert_step(...)) are neutralised first s
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import io
 import json
@@ -16,18 +17,78 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-# lines that call back into the grader: never executed inside the sandboxed worker
+# lines that call back into the grader: never executed inside the sandboxed worker (the fallback for a cell
+# that does not parse)
 _GRADER_LINE = re.compile(
     r"^\s*(from\s+grader(\.\w+)*\s+import\b|import\s+grader\b|"
     r"(grader\.)?(nbgrader_support\.)?assert_step\s*\(|(grader\.)?check\s*\(\s*(['\")]|\*))")
+_MAGIC = re.compile(r"^\s*([%!]|\?\?|\w+\?$)")  # as grader.grading.ingest strips them
+SKIPPED = "__attn_kata_skipped__"
+# The first cell of every replay: check(), assert_step() and the grader package as objects whose calls do nothing,
+# so `r = check("softmax")` or `grader.check(...)` anywhere in a cell replays as a no-op, never a NameError.
+PRELUDE = f"""class _AttnKataSkipped:
+    def __call__(self, *args, **kwargs):
+        return None
+
+    def __getattr__(self, name):
+        return self
 
 
+{SKIPPED} = _AttnKataSkipped()
+check = assert_step = grader = {SKIPPED}
+del _AttnKataSkipped
+"""
+_CALLS = {"check", "assert_step"}
 
+
+def _is_grader_import(node: ast.stmt) -> bool:
+    if isinstance(node, ast.ImportFrom):
+        return (node.module or "").split(".")[0] == "grader" and not node.level
+    return isinstance(node, ast.Import) and any(a.name.split(".")[0] == "grader" for a in node.names)
+
+
+def _is_grader_call(node: ast.stmt) -> bool:
+    if not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)):
+        return False
+    fn = node.value.func
+    if isinstance(fn, ast.Name):
+        return fn.id in _CALLS
+    root = fn
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    # grader.check(...), not a learner's own self.check(...)
+    return isinstance(fn, ast.Attribute) and fn.attr in _CALLS and isinstance(root, ast.Name) and root.id == "grader"
+
+
+def _rebind(node: ast.Import | ast.ImportFrom) -> str:
+    """`from grader import check as c` -> `c = __attn_kata_skipped__`; `import grader.x` -> `grader = …`."""
+    names = [a.asname or (a.name if isinstance(node, ast.ImportFrom) else a.name.split(".")[0])
+             for a in node.names if a.name != "*"]
+    return " = ".join([*dict.fromkeys(names), SKIPPED]) if names else "pass"
 
 
 def neutralize(source: str) -> str:
-    """Replace grader calls (imports of grader, check(...), assert_step(...)) by `pass`, keeping blocks valid."""
+    """Replace what calls back into the grader by no-ops, keeping blocks valid: an import of grader binds its
+    names to the skipped object (PRELUDE), a statement that only calls check()/assert_step() becomes `pass`."""
     lines = source.splitlines()
+    try:  # magics parse as blank lines here; grader.grading.ingest strips them from the cell later
+        tree = ast.parse("\n".join("" if _MAGIC.match(line) else line for line in lines))
+    except SyntaxError:
+        return _neutralize_lines(lines)
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.stmt) or not (_is_grader_import(node) or _is_grader_call(node)):
+            continue
+        first, last = node.lineno - 1, (node.end_lineno or node.lineno) - 1
+        line = lines[first]
+        indent = line[: len(line) - len(line.lstrip())]
+        code = _rebind(node) if isinstance(node, (ast.Import, ast.ImportFrom)) else "pass"
+        lines[first] = f"{indent}{code}  # {line.strip()[:60]} (graded separately)"
+        for i in range(first + 1, last + 1):
+            lines[i] = ""
+    return "\n".join(lines)
+
+
+def _neutralize_lines(lines: list[str]) -> str:
     for i, line in enumerate(lines):
         if _GRADER_LINE.match(line):
             indent = line[: len(line) - len(line.lstrip())]
@@ -36,8 +97,8 @@ def neutralize(source: str) -> str:
 
 
 def notebook_json(sources: Iterable[str]) -> str:
-    cells = [{"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
-              "source": neutralize(s)} for s in sources]
+    cells = [{"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": source}
+             for source in (PRELUDE, *(neutralize(s) for s in sources))]
     return json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": cells})
 
 

@@ -109,3 +109,6 @@ class _Quiet(Report):
 
     def _repr_html_(self) -> str:
         return ""
+
+    def _ipython_display_(self) -> None:
+        """check() has shown the table already: `check(...)` as a cell's last line adds no second output."""

@@ -54,6 +54,7 @@ TEXT: dict[str, str] = {  # msgids: the Chinese is in the message catalogue (gra
     "reset_done": N_("{path} is the stub again (from {source})"),
     "reset_kept": N_("your version: {backup}"),
     "reset_none": N_("no stub found for {step}"),
+    "reset_cannot": N_("attn-kata: cannot write {path} ({error}); is the workspace read-only?"),
     "reset_cancel": N_("nothing changed"),
     "locked": N_("the solution of {step} unlocks once the step passes (now: {status}); `attn-kata check "
                 "{step}` or `attn-kata watch`, and `attn-kata hint {step}` when stuck"),
@@ -344,7 +345,8 @@ def reset_step(*, step: str, workspace: str | Path = "exercises", lang: str = "e
     """`attn-kata reset STEP`: put the stub back (after asking); the learner's file goes to .attn-kata/backup/."""
     import click
 
-    from grader.learner.api import STATE_DIR, load_state, save_state
+    from grader.learner.api import load_state, save_state
+    from grader.learner.workspace import state_dir
 
     s = BY_ID[step]
     ws = Path(workspace)
@@ -355,16 +357,21 @@ def reset_step(*, step: str, workspace: str | Path = "exercises", lang: str = "e
         console.print(_t("reset_none", lang, step=s.id), style="red", markup=False)
         return 1
     text, source = found
-    backup = ws / STATE_DIR / "backup" / f"{s.id}-{time.strftime('%Y%m%d-%H%M%S')}.py"
+    backup = state_dir(ws) / "backup" / f"{s.id}-{time.strftime('%Y%m%d-%H%M%S')}.py"
     if target.exists() and not yes and not click.confirm(_t("reset_ask", lang, path=target, backup=backup),
                                                          default=False):
         console.print(_t("reset_cancel", lang), markup=False)
         return 1
-    if target.exists():
-        backup.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(target, backup)
-    ws.mkdir(parents=True, exist_ok=True)
-    target.write_text(text, encoding="utf-8")
+    try:
+        if target.exists():
+            backup.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(target, backup)
+        ws.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    except OSError as exc:  # a read-only workspace: one line, no traceback
+        console.print(_t("reset_cannot", lang, path=target, error=exc.strerror or exc), style="red", markup=False,
+                      highlight=False)
+        return 2
     state = load_state(ws)
     progress = state.setdefault("progress", {})
     if progress.get(s.id, {}).get("status") == "passed":

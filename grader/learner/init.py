@@ -1,0 +1,107 @@
+"""`attn-kata init [DIR]`: lay out a workspace, as `rustlings init` does: the stubs (or one notebook), a short
+README in the learner's language, and the marker that lets every command find the workspace from inside it."""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+
+import nbformat
+
+from grader import i18n
+from grader.i18n import N_
+from grader.learner.workspace import MARKER, STATE_DIR
+from grader.registry import BY_ID, STEPS, Step
+from grader.settings import KATA_ROOT, grader_version
+
+NOTEBOOK = "attention.ipynb"
+
+README = (
+    N_("# attention-kata workspace"),
+    N_("Fourteen steps through chapter 3 of *Build a Large Language Model (From Scratch)*, from attention scores "
+       "to GPT-2's multi-head attention. Each step is a function or class to write; the grader runs it in a "
+       "sandbox against the book's reference and tells you what differs."),
+    N_("- `attn-kata list`: the steps and your progress\n"
+       "- `attn-kata check [STEP]`: grade your work (from this folder or any folder inside it)\n"
+       "- `attn-kata watch`: re-grade the current step each time you save\n"
+       "- `attn-kata hint STEP`: the next hint; `attn-kata solution STEP` once a step has passed\n"
+       "- `attn-kata reset STEP`: put a step's stub back (your version is kept in `.attn-kata/backup/`)"),
+)
+README_FILES = N_("Write each step in its own file here, starting with `dot_scores.py`: replace "
+                  "`raise NotImplementedError` with your code.")
+README_NOTEBOOK = N_("Open `attention.ipynb` in Jupyter: write each step in its cell, then run the `check(...)` "
+                     "cell below it. `attn-kata check` in this folder grades the notebook too.")
+NB_INTRO = N_("Write each step in the cell after its heading, replacing `raise NotImplementedError`, then run the "
+              "`check(...)` cell below it. A step you have not written yet shows as not started.")
+
+
+class NotEmpty(Exception):
+    """The folder exists and holds something: init never overwrites."""
+
+
+def stub_text(step: Step) -> str:
+    return (KATA_ROOT / "exercises" / step.file).read_text(encoding="utf-8")
+
+
+def split_stub(text: str) -> tuple[str, list[str]]:
+    """A stub as a notebook cell: (code without its module docstring and imports, the imports it needs from outside
+    the kata). Imports of earlier steps are dropped: in the notebook, earlier cells define those names."""
+    tree = ast.parse(text)
+    drop: set[int] = set()
+    imports: list[str] = []
+    for i, node in enumerate(tree.body):
+        lines = set(range(node.lineno, (node.end_lineno or node.lineno) + 1))
+        if i == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            drop |= lines
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            drop |= lines
+            module = node.module if isinstance(node, ast.ImportFrom) else None
+            if module is None or module.split(".")[0] not in BY_ID:
+                imports.append(ast.get_source_segment(text, node) or "")
+    code = "\n".join(line for n, line in enumerate(text.splitlines(), start=1) if n not in drop)
+    return code.strip("\n") + "\n", imports
+
+
+def notebook(lang: str) -> nbformat.NotebookNode:
+    """The whole kata as one notebook: per step a heading, the stub's cell and a `check()` cell."""
+    with i18n.using(lang):
+        cells = [nbformat.v4.new_markdown_cell(f"# attention-kata\n\n{i18n._(NB_INTRO)}")]
+        imports: list[str] = []
+        body = []
+        for step in STEPS:
+            code, needed = split_stub(stub_text(step))
+            imports += [i for i in needed if i not in imports]
+            body += [nbformat.v4.new_markdown_cell(f"## {i18n.step_title(step)}"),
+                     nbformat.v4.new_code_cell(code),
+                     nbformat.v4.new_code_cell(f"check({step.id!r})")]
+    cells.append(nbformat.v4.new_code_cell("\n".join([*imports, "from grader import check"])))
+    nb = nbformat.v4.new_notebook(cells=cells + body)
+    nb.metadata.update({"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+                        "language_info": {"name": "python"}})
+    return nb
+
+
+def readme(lang: str, with_notebook: bool) -> str:
+    parts = [*README[:2], README_NOTEBOOK if with_notebook else README_FILES, README[2]]
+    return "\n\n".join(i18n.translate(lang, p) for p in parts) + "\n"
+
+
+def init(folder: str | Path, *, lang: str = "en", with_notebook: bool = False) -> Path:
+    """Lay out a workspace in `folder` (made if missing). Raises NotEmpty rather than touch anything already
+    there; returns the folder."""
+    ws = Path(folder)
+    if ws.exists() and (not ws.is_dir() or any(ws.iterdir())):
+        raise NotEmpty(str(ws))
+    ws.mkdir(parents=True, exist_ok=True)
+    if with_notebook:
+        nbformat.write(notebook(lang), str(ws / NOTEBOOK))
+    else:
+        for step in STEPS:
+            (ws / step.file).write_text(stub_text(step), encoding="utf-8")
+    (ws / "README.md").write_text(readme(lang, with_notebook), encoding="utf-8")
+    (ws / STATE_DIR).mkdir()
+    mark = {"kata": "attention-kata", "version": grader_version(), "lang": lang,
+            "notebook": NOTEBOOK if with_notebook else None}
+    (ws / STATE_DIR / MARKER).write_text(json.dumps(mark, indent=1) + "\n", encoding="utf-8")
+    return ws

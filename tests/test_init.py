@@ -1,0 +1,167 @@
+"""`attn-kata init`, the workspace found from any folder inside it, progress kept where the user can write, and
+the notebook's check() replayed in a real kernel: real subprocesses, real notebooks (nbclient)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbclient
+import nbformat
+
+from grader.learner.init import split_stub
+from grader.learner.workspace import NoWorkspace, find_workspace
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = str(Path(sys.executable).parent)
+ENV = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", "ATTN_KATA_NO_DAEMON": "1",
+       "ATTN_KATA_LANG": "en"}
+ENV.pop("ATTN_KATA_SECRET", None)
+SOLUTION = (ROOT / "solutions" / "dot_scores.py").read_text(encoding="utf-8")
+
+
+def kata(*args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "grader", *args], capture_output=True, text=True, cwd=cwd,
+                          timeout=300, env=env or ENV)
+
+
+def one_line_error(proc: subprocess.CompletedProcess) -> str:
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr + proc.stdout
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    return proc.stderr
+
+
+def test_init_lays_out_a_marked_workspace_in_the_learners_language(tmp_path: Path) -> None:
+    done = kata("--lang", "zh", "init", "ws", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    ws = tmp_path / "ws"
+    assert sorted(p.name for p in ws.glob("*.py")) == sorted(p.name for p in (ROOT / "exercises").glob("*.py"))
+    assert (ws / "dot_scores.py").read_text() == (ROOT / "exercises" / "dot_scores.py").read_text()
+    assert "attn-kata check" in (ws / "README.md").read_text() and "步" in (ws / "README.md").read_text()
+    assert json.loads((ws / ".attn-kata" / "workspace.json").read_text())["lang"] == "zh"
+    again = kata("init", "ws", cwd=tmp_path)
+    assert "not empty" in one_line_error(again)
+    assert (ws / "dot_scores.py").read_text() == (ROOT / "exercises" / "dot_scores.py").read_text()
+    (tmp_path / "empty").mkdir()
+    assert kata("init", "empty", cwd=tmp_path).returncode == 0  # an empty folder is fine
+
+
+def test_commands_find_the_workspace_from_any_folder_inside_it(tmp_path: Path) -> None:
+    assert kata("init", "ws", cwd=tmp_path).returncode == 0
+    deep = tmp_path / "ws" / "notes" / "deeper"
+    deep.mkdir(parents=True)
+    stub = kata("check", "dot_scores", cwd=deep)
+    assert stub.returncode == 1 and "not started" in stub.stdout, stub.stdout + stub.stderr
+    shutil.copy(ROOT / "solutions" / "dot_scores.py", tmp_path / "ws" / "dot_scores.py")
+    solved = kata("check", "1", cwd=deep)
+    assert solved.returncode == 0, solved.stdout + solved.stderr
+    assert "passed" in kata("list", cwd=deep).stdout
+    assert "hint 1/" in kata("hint", "dot_scores", cwd=deep).stdout
+    outside = kata("check", cwd=tmp_path)
+    assert "no workspace" in one_line_error(outside)
+    assert kata("list", cwd=tmp_path).returncode == 0  # the steps, without progress
+
+
+def test_find_workspace_in_a_checkout_from_its_root_and_from_inside_exercises() -> None:
+    assert find_workspace(ROOT) == ROOT / "exercises"
+    assert find_workspace(ROOT / "exercises") == ROOT / "exercises"
+    assert find_workspace(ROOT / "grader" / "learner") == ROOT / "exercises"
+
+
+def test_find_workspace_prefers_the_nearest_marker(tmp_path: Path) -> None:
+    assert kata("init", "outer", cwd=tmp_path).returncode == 0
+    assert kata("init", "inner", cwd=tmp_path / "outer").returncode == 0
+    assert find_workspace(tmp_path / "outer" / "inner") == tmp_path / "outer" / "inner"
+    assert find_workspace(tmp_path / "outer") == tmp_path / "outer"
+    try:
+        find_workspace(tmp_path)
+    except NoWorkspace:
+        pass
+    else:
+        raise AssertionError("a folder with no workspace above it was taken for one")
+
+
+def read_only(ws: Path, command: str) -> str:
+    """`command` run where `ws` is a read-only bind mount (a mount namespace of its own): root cannot write there
+    either, unlike a chmod."""
+    # cd again after mounting: a cwd opened before it still points at the writable folder underneath
+    return f"mount --bind {ws} {ws} && mount -o remount,bind,ro {ws} && cd {ws} && {command}"
+
+
+def test_read_only_workspace_keeps_progress_in_the_user_state_dir(tmp_path: Path) -> None:
+    assert kata("init", "ws", cwd=tmp_path).returncode == 0
+    ws = tmp_path / "ws"
+    state = tmp_path / "state"
+    env = {**ENV, "XDG_STATE_HOME": str(state)}
+    py = f"{sys.executable} -m grader"
+    script = read_only(ws, "touch probe 2>/dev/null && echo WRITABLE; "
+                       f"{py} hint dot_scores; {py} hint dot_scores; {py} reset dot_scores --yes; echo reset=$?; "
+                       f"{py} list >/dev/null; echo list=$?")
+    proc = subprocess.run(["unshare", "--mount", "sh", "-c", script], capture_output=True, text=True, cwd=ws,
+                          env=env, timeout=300)
+    out = proc.stdout + proc.stderr
+    assert "WRITABLE" not in proc.stdout, "the bind mount is not read-only: the test proves nothing"
+    assert "Traceback" not in out, out
+    assert "hint 2/" in proc.stdout, out  # the second call advanced: the first was remembered
+    assert "reset=2" in proc.stdout and "read-only" in out, out
+    assert "list=0" in proc.stdout, out
+    saved = list(state.rglob("state.json"))
+    assert len(saved) == 1 and json.loads(saved[0].read_text())["hints"]["dot_scores"] == 2
+    assert not (ws / ".attn-kata" / "state.json").exists()
+
+
+def run_notebook(nb: nbformat.NotebookNode, cwd: Path) -> nbformat.NotebookNode:
+    client = nbclient.NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(cwd)}})
+    old = os.environ.get("PATH", "")
+    os.environ["PATH"] = ENV["PATH"]  # the kernel is this venv's python
+    try:
+        client.execute()
+    finally:
+        os.environ["PATH"] = old
+    return nb
+
+
+def html_of(cell: nbformat.NotebookNode) -> str:
+    return "".join(o.get("data", {}).get("text/html", "") for o in cell.outputs)
+
+
+def test_notebook_check_replays_without_its_own_calls(tmp_path: Path) -> None:
+    """`r = check(...)`, `grader.check(...)` and aliased imports do not break later steps in the replay; each call
+    shows one output; a step not written yet is "not started"."""
+    cells = ["from grader import check", SOLUTION, 'r = check("dot_scores", lang="en")',
+             'check("softmax", lang="en")',
+             'import grader\nfrom grader import check as c\ngrader.check("1", lang="en")',
+             'x = c("dot_scores", "softmax", lang="en")\nprint(r.score, r.max_score, [s.status for s in x.steps])']
+    nb = run_notebook(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells]), tmp_path)
+    for i in (2, 3, 4):
+        assert len(nb.cells[i].outputs) == 1, (i, nb.cells[i].outputs)
+        assert nb.cells[i].outputs[0].output_type == "display_data"
+    assert "passed" in html_of(nb.cells[2]) and "NameError" not in html_of(nb.cells[3])
+    assert "not started" in html_of(nb.cells[3]), html_of(nb.cells[3])
+    assert "passed" in html_of(nb.cells[4])
+    printed = "".join(o.get("text", "") for o in nb.cells[5].outputs if o.output_type == "stream")
+    assert "['passed', 'not_started']" in printed, nb.cells[5].outputs
+    score, max_score = printed.split()[:2]
+    assert float(score) == float(max_score) > 0
+
+
+def test_init_notebook_runs_and_check_grades_it(tmp_path: Path) -> None:
+    assert kata("init", "nbws", "--notebook", cwd=tmp_path).returncode == 0
+    ws = tmp_path / "nbws"
+    assert not list(ws.glob("*.py")) and (ws / "attention.ipynb").is_file()
+    nb = nbformat.read(ws / "attention.ipynb", as_version=4)
+    first = next(i for i, c in enumerate(nb.cells) if "def attention_scores" in c.source)
+    nb.cells[first].source = split_stub(SOLUTION)[0]  # step 1 solved, in its own cell
+    nbformat.write(nb, ws / "attention.ipynb")
+    done = run_notebook(nb, ws)
+    checks = [c for c in done.cells if c.cell_type == "code" and c.source.startswith("check(")]
+    assert len(checks) == 14 and all(len(c.outputs) == 1 for c in checks)
+    assert "passed" in html_of(checks[0]) and "not started" in html_of(checks[1])
+    assert kata("check", "dot_scores", cwd=ws).returncode == 0
+    rest = kata("check", "softmax", cwd=ws)
+    assert rest.returncode == 1 and "not started" in rest.stdout
