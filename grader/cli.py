@@ -195,7 +195,7 @@ def hint(obj: dict, step: str, workspace: Path, show_all: bool) -> None:
 
 @main.command()
 @click.argument("path", type=click.Path(path_type=Path))
-@click.option("--format", "fmt", type=click.Choice(["table", "json", "gradescope"]), default="table",
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "gradescope", "prairielearn"]), default="table",
               show_default=True)
 @click.option("--secret", envvar="ATTN_KATA_SECRET", default=None, help="Key for the hidden cases "
               "(or ATTN_KATA_SECRET).")
@@ -225,6 +225,9 @@ def grade(obj: dict, path: Path, fmt: str, secret: str | None, steps: tuple[str,
             path = found.path
         elif found.status != EMPTY:
             fail(_("attn-kata: {path}: {reason}").format(path=path, reason=found.reason))
+    if fmt == "prairielearn" and (text := _not_gradable(path)):  # what cannot be read costs no attempt
+        _write_or_echo(text, out)
+        return
     try:
         text = api.grade(path=path, fmt=fmt, secret=secret, steps=step_ids(steps) or None, timeout=timeout,
                          lang=obj["lang"], to_terminal=out is None, html=html,
@@ -396,9 +399,31 @@ def gradescope_run(root: Path) -> None:
     click.echo(f"wrote {path}")
 
 
+def _not_gradable(path: Path) -> str:
+    """PrairieLearn's `gradable: false` document when the submission cannot be read (nothing runs), else ""."""
+    from grader.instructor.batch import screen
+    from grader.render.reporters import not_gradable
+
+    status, problem = screen(path)
+    return json.dumps(not_gradable(problem), ensure_ascii=False, indent=2) if status else ""
+
+
+def _write_or_echo(text: str, out: Path | None) -> None:
+    if out is None:
+        click.echo(text)
+        return
+    try:
+        out.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        fail(_("attn-kata: cannot write {path} ({error})").format(path=out, error=exc.strerror or exc))
+
+
 from grader.instructor.nbgrader_cli import nbgrader_group  # noqa: E402
+from grader.platforms.commands import classroom_group, prairielearn_group  # noqa: E402
 
 main.add_command(nbgrader_group)
+main.add_command(classroom_group)
+main.add_command(prairielearn_group)
 
 
 if __name__ == "__main__":

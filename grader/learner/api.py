@@ -101,6 +101,8 @@ def grade(*, path: str | Path, fmt: str = "table", secret: str | None = None, st
         return reporters.to_json(report)
     if fmt == "gradescope":
         return json.dumps(reporters.gradescope(report, time.monotonic() - start), ensure_ascii=False, indent=2)
+    if fmt == "prairielearn":
+        return json.dumps(reporters.prairielearn(report, lang), ensure_ascii=False, indent=2)
     if to_terminal:
         console = Console()
         reporters.table(report, console, lang=lang)

@@ -85,3 +85,35 @@ def gradescope(report: Report, execution_time: float | None = None) -> dict[str,
     if execution_time is not None:
         out["execution_time"] = round(execution_time, 3)
     return out
+
+
+def prairielearn(report: Report, lang: str = "en") -> dict[str, Any]:
+    """PrairieLearn's results.json: `score` in 0–1, one test per check (name, points, max_points, message,
+    output), the table as `output`. A submission that could not be read at all is `gradable: false` (the student
+    keeps the attempt) with the reason in `format_errors`."""
+    from grader.registry import BY_ID
+
+    if report.steps and all(s.detail == "rejected_input" for s in report.steps):
+        return not_gradable(report.steps[0].message)
+    tests = []
+    for s in report.steps:
+        diagnoses = "\n".join(d.get("message", "") for d in s.diagnoses)
+        for c in s.checks:
+            message = c.message if not c.passed else ""
+            if s.status in ("not_started", "error") and s.message:
+                message = s.message
+            tests.append({"name": f"{BY_ID[s.id].number}. {s.id}: {c.name}", "description": s.title,
+                          "points": c.score, "max_points": c.max_score, "message": message,
+                          "output": diagnoses if not c.passed else ""})
+    console = Console(width=100, force_terminal=False, color_system=None)
+    with console.capture() as captured:
+        table(report, console, lang=lang)
+    with i18n.using(lang):
+        message = _("{score:g} / {max_score:g} points").format(score=report.score, max_score=report.max_score)
+    return {"gradable": True, "score": round(report.score / report.max_score, 6) if report.max_score else 0.0,
+            "message": message, "output": captured.get(), "tests": tests}
+
+
+def not_gradable(reason: str) -> dict[str, Any]:
+    """What PrairieLearn shows as "invalid, not gradable": no points awarded or lost, no attempt used."""
+    return {"gradable": False, "format_errors": [reason], "message": reason, "tests": []}

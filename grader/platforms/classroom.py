@@ -1,0 +1,134 @@
+"""GitHub Classroom: the autograding workflow of a template repository (`attn-kata classroom init DIR`).
+
+One `education/autograding-command-grader@v1` test per step, running `attn-kata check STEP` and worth that
+step's points, then `education/autograding-grading-reporter@v1`, which reads each test's result from the
+environment variable `<STEP ID IN CAPITALS>_RESULTS` and reports the total to GitHub Classroom.
+
+Why the command grader and not the Python grader over the pytest plugin: the Python grader runs pytest in the
+student's repository, where the student's own conftest.py and plugins run in the same process and can rewrite any
+verdict; `attn-kata check` runs the student's code only in the sandboxed worker and decides in a process the
+student's code never touches. The price is all-or-nothing per step (the command grader knows only exit codes);
+Gradescope and PrairieLearn get one test per check.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+from grader.registry import STEPS
+from grader.settings import KATA_ROOT, grader_version
+
+WORKFLOW = Path(".github") / "workflows" / "classroom.yml"
+TORCH_INDEX = "https://download.pytorch.org/whl/cpu"
+# the workspace's path goes into a shell command line unquoted: only plain names
+SAFE_PATH = re.compile(r"[A-Za-z0-9._/-]+")
+STEP_MINUTES = 3  # the command grader's time-out per step, in minutes: a cold start and 14 steps fit well within
+
+
+class ClassroomError(Exception):
+    """A usage problem, worded for the instructor (the CLI shows it on one line, exit 2)."""
+
+
+def step_points() -> dict[str, float]:
+    """Each step's points: the sum of its checks' (grader.checks; public code, no reference)."""
+    from grader import checks
+
+    checks.load_all()
+    return {s.id: sum(c.points for c in checks.CHECKS[s.id]) for s in STEPS}
+
+
+def _q(text: str) -> str:
+    """A YAML double-quoted scalar (JSON's string syntax is a subset of it)."""
+    return json.dumps(text)
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else str(x)
+
+
+def workflow(*, path: str = "exercises", lang: str = "en", install: str | None = None,
+             python: str = "3.11") -> str:
+    """The text of .github/workflows/classroom.yml."""
+    install = install or f"attention-kata=={grader_version()}"
+    points = step_points()
+    lines = [
+        "# GitHub Classroom autograding for attention-kata, written by `attn-kata classroom init`.",
+        "# One command-grader test per step (`attn-kata check STEP`, worth the step's points); the reporter sums them.",
+        "name: Autograding Tests",
+        '"on":',
+        "  - push",
+        "  - repository_dispatch",
+        "permissions:",
+        "  checks: write",
+        "  actions: read",
+        "  contents: read",
+        "jobs:",
+        "  run-autograding-tests:",
+        "    runs-on: ubuntu-latest",
+        "    if: github.actor != 'github-classroom[bot]'",
+        "    timeout-minutes: 30",
+        "    steps:",
+        "      - name: Checkout code",
+        "        uses: actions/checkout@v4",
+        "      - name: Set up Python",
+        "        uses: actions/setup-python@v5",
+        "        with:",
+        f"          python-version: {_q(python)}",
+        "      - name: Install torch (the CPU build, small and quick) and attention-kata",
+        "        run: |",
+        f"          python -m pip install torch --index-url {TORCH_INDEX}",
+        f"          python -m pip install {_q(install)}",
+    ]
+    for s in STEPS:
+        lines += [
+            f"      - name: {_q(f'{s.number}. {s.id}')}",
+            f"        id: {s.id}",
+            "        uses: education/autograding-command-grader@v1",
+            "        with:",
+            f"          test-name: {_q(f'{s.number}. {s.id}')}",
+            f"          command: {_q(check_command(s.id, path=path, lang=lang))}",
+            f"          timeout: {STEP_MINUTES}",
+            f"          max-score: {_num(points[s.id])}",
+        ]
+    lines += [
+        "      - name: Autograding Reporter",
+        "        uses: education/autograding-grading-reporter@v1",
+        "        env:",
+        *[f"          {s.id.upper()}_RESULTS: \"${{{{steps.{s.id}.outputs.result}}}}\"" for s in STEPS],
+        "        with:",
+        f"          runners: {','.join(s.id for s in STEPS)}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def check_command(step: str, *, path: str, lang: str) -> str:
+    return f"attn-kata --lang {lang} check {step} --path {path}"
+
+
+def init(directory: Path, *, path: str = "exercises", lang: str = "en", install: str | None = None,
+         python: str = "3.11", force: bool = False) -> list[Path]:
+    """Write DIRECTORY/.github/workflows/classroom.yml, and the stubs under DIRECTORY/PATH when it has none.
+    Returns what was written."""
+    from grader.i18n import _
+    from grader.instructor.discovery import is_workspace
+
+    out = directory / WORKFLOW
+    if out.exists() and not force:
+        raise ClassroomError(_("attn-kata: {path} exists (--force replaces it)").format(path=out))
+    if not SAFE_PATH.fullmatch(path) or Path(path).is_absolute() or ".." in Path(path).parts:
+        raise ClassroomError(_("attn-kata: --path {path} must be a folder inside the repository (letters, digits, "
+                               "., _, - and /)").format(path=path))
+    written = []
+    workspace = directory / path
+    if not is_workspace(workspace):
+        workspace.mkdir(parents=True, exist_ok=True)
+        for stub in sorted((KATA_ROOT / "exercises").glob("*.py")):
+            shutil.copyfile(stub, workspace / stub.name)
+        written.append(workspace)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(workflow(path=path, lang=lang, install=install, python=python), encoding="utf-8")
+    written.append(out)
+    return written
