@@ -10,6 +10,7 @@ A probe is `fn(ns, inputs, **params) -> dict`, where `ns` maps public names to o
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -18,6 +19,7 @@ import torch.nn as nn
 
 from grader.i18n import N_, Msg
 from grader.worker import roles
+from grader.worker.fast_init import fast_uniform
 
 Outputs = dict[str, Any]  # str -> torch.Tensor | JSON-able fact
 PROBES: dict[str, Callable[..., Outputs]] = {}
@@ -165,11 +167,14 @@ def _structure(module: nn.Module) -> dict[str, Any]:
 CTOR_ORDER = ("d_in", "d_out", "context_length", "dropout", "num_heads", "qkv_bias")
 
 
-def _build(ns: Mapping[str, Any], cls: str, ctor: dict[str, Any], seed: int | None) -> nn.Module:
+def _build(ns: Mapping[str, Any], cls: str, ctor: dict[str, Any], seed: int | None,
+           fast_init: bool = False) -> nn.Module:
     if seed is not None:
         torch.default_generator.manual_seed(seed)  # = torch.manual_seed on the CPU, without CUDA set-up
     args = [ctor[k] for k in CTOR_ORDER if k in ctor]
-    module = ns[cls](*args, **{k: v for k, v in ctor.items() if k not in CTOR_ORDER})
+    # GPT-2-size builds: seeded weights from a table instead of one generator call per element (fast_init.py)
+    with fast_uniform() if fast_init else contextlib.nullcontext():
+        module = ns[cls](*args, **{k: v for k, v in ctor.items() if k not in CTOR_ORDER})
     if not isinstance(module, nn.Module):
         raise WrongType("{cls}(...) built a {type}, expected an nn.Module", cls=cls, type=type(module).__name__)
     return module
@@ -178,9 +183,9 @@ def _build(ns: Mapping[str, Any], cls: str, ctor: dict[str, Any], seed: int | No
 @probe
 def module(ns: Mapping[str, Any], inputs: Mapping[str, torch.Tensor], *, cls: str, ctor: dict[str, Any],
            train: bool = False, grad: bool = False, load: bool = True, seed: int | None = None,
-           extra_x: list[str] | None = None, structure: bool = False) -> Outputs:
+           extra_x: list[str] | None = None, structure: bool = False, fast_init: bool = False) -> Outputs:
     """Build a module, load the grader's weights (inputs `w.<param>`), run it on `x` (and extra inputs)."""
-    m = _build(ns, cls, ctor, seed)
+    m = _build(ns, cls, ctor, seed, fast_init)
     out: Outputs = {"structure": _structure(m)} if structure else {}
     weights = {k[2:]: v for k, v in inputs.items() if k.startswith("w.")}
     pieces = _load_weights(m, weights) if load else []
