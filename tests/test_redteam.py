@@ -613,6 +613,17 @@ VOUCHING: dict[str, tuple[str, str, str]] = {
     "uniform_weights_sum_to_one": ("softmax", NORMALIZE + "def attention_weights(scores):\n"
                                    "    return torch.full_like(scores, 1.0 / scores.shape[-1])\n",
                                    NORMALIZE + "def attention_weights(scores):\n    raise NotImplementedError\n"),
+    # a case whose answer is one of its inputs (training=False), or all ones (one token's weight), proves no work:
+    # the identity scored "training=False", "p = 0" and "no in-place edit"; dropout's random outputs are vouched
+    # for by a proof of work instead (grader.checks.proof)
+    "the_identity_as_dropout": ("dropout", "def dropout_attention(attn_weights, p, training=True):\n"
+                                "    return attn_weights\n",
+                                "def dropout_attention(attn_weights, p, training=True):\n"
+                                "    raise NotImplementedError\n"),
+    "uniform_causal_weights": ("causal_mask", MASK + "def masked_attention_weights(attn_scores, d_k):\n"
+                               "    w = torch.ones_like(attn_scores).tril()\n    return w / w.sum(-1, keepdim=True)\n",
+                               MASK + "def masked_attention_weights(attn_scores, d_k):\n"
+                               "    raise NotImplementedError\n"),
     # a constructor case has no outputs, so it cannot show outputs right: it vouched for every property of its step
     "a_constructor_alone": ("multihead_attention", MHA_SHELL + ZERO_FORWARD, MHA_SHELL + UNWRITTEN_FORWARD),
 }
@@ -634,3 +645,10 @@ def test_the_honest_twins_of_the_vouching_attacks_get_full_marks(tmp_path: Path)
     steps = sorted({step for step, _a, _t in VOUCHING.values()})
     report = engine.grade(p, steps=steps, secret=SECRET)
     assert all(s.score == s.max_score for s in report.steps), [(s.id, s.score) for s in report.steps]
+    # a dropout whose random draws differ from the reference's never shows equal outputs: its proof of work vouches
+    other = tmp_path / "bernoulli.py"
+    other.write_text("import torch\ndef dropout_attention(attn_weights, p, training=True):\n"
+                     "    if not training or p == 0:\n        return attn_weights\n"
+                     "    return attn_weights * torch.bernoulli(torch.full_like(attn_weights, 1 - p)) / (1 - p)\n")
+    step = engine.grade(other, steps=["dropout"], secret=SECRET).steps[0]
+    assert step.score == step.max_score, [(c.name, c.message) for c in step.checks if not c.passed]

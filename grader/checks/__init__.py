@@ -60,6 +60,7 @@ class CheckSpec:
 
 CASES: dict[str, Callable[[Gen], dict[str, Case]]] = {}
 CHECKS: dict[str, list[CheckSpec]] = {}
+PROOFS: dict[str, list[Callable[[Outcome], None]]] = {}  # per step: its proofs of work (`proof`)
 
 
 def cases(step: str) -> Callable:
@@ -70,11 +71,23 @@ def cases(step: str) -> Callable:
     return deco
 
 
+def proof(step: str) -> Callable:
+    """Register a proof of work: a test (raising on failure, reading tensors only) that code computing nothing
+    cannot pass, for outputs that never equal the reference's exactly (a random mask). When it passes, it vouches
+    like a right output for the functions whose cases it read (Outcome.some_output_right). Not a check: no point."""
+    def deco(fn: Callable[[Outcome], None]) -> Callable:
+        PROOFS.setdefault(step, []).append(fn)
+        return fn
+
+    return deco
+
+
 def check(step: str, name: str, points: float = 1.0) -> Callable:
     """Register a check. Whatever it tests, it earns its point only once some output of the step equals the
     reference's: a property alone ("no token sees the future", "leaves its input unchanged", "no loops") is
     also true of code that computes nothing, and a fact can be forged (Outcome._vouch)."""
     def deco(fn: Callable[[Outcome], None]) -> Callable:
+
         def gated(r: Outcome) -> None:
             r.reading = set()  # the cases this check reads: the work that vouches must be theirs (require_work)
             fn(r)
@@ -165,6 +178,7 @@ class Outcome:
     lang: str = "en"  # the report's language: checks word their messages in it (grader.i18n)
     _behaves: dict[str, bool] = field(default_factory=dict, repr=False)
     reading: set[str] = field(default_factory=set, repr=False)  # the learner's cases read by the current check
+    _proved: list[set[str]] | None = field(default=None, repr=False)  # what each passing proof read (its subjects)
 
     def _get(self, results: dict[str, CaseResult], case: str, key: str, who: str) -> Any:
         res = results.get(case)
@@ -207,8 +221,41 @@ class Outcome:
         exactly, so only deterministic ones vouch). One function's right outputs never vouch for another's
         properties: uniform weights do sum to 1, zero weights do hide the future."""
         subjects = {self.case_specs[c].subject() for c in about if c in self.case_specs}
-        return any(self.behaves(c) for c, spec in self.case_specs.items()
-                   if not spec.public and (not subjects or spec.subject() in subjects))
+        if any(self.behaves(c) and not self.trivial(c) for c, spec in self.case_specs.items()
+               if not spec.public and (not subjects or spec.subject() in subjects)):
+            return True
+        return any(not subjects or read & subjects for read in self._proofs())
+
+    def trivial(self, case: str) -> bool:
+        """Is the reference's answer one that needs no work: each output one of the case's inputs (dropout with
+        training=False, one token's context vector) or all zeros or all ones (one token's attention weight)?"""
+        ref, inputs = self.reference.get(case), self.case_specs[case].inputs
+        if ref is None:
+            return True
+
+        def known(t: torch.Tensor) -> bool:
+            if t.numel() and (bool((t == 0).all()) or bool((t == 1).all())):
+                return True
+            return any(i.shape == t.shape and torch.equal(i.to(torch.float64), t.to(torch.float64))
+                       for i in inputs.values())
+
+        return all(known(t) for t in ref.tensors.values())
+
+    def _proofs(self) -> list[set[str]]:
+        """For each of the step's proofs of work (`proof`) that passes: the subjects of the cases it read. Computed
+        once; while they run, no proof vouches for a fact a proof reads."""
+        if self._proved is None:
+            self._proved = []
+            saved = self.reading
+            for fn in PROOFS.get(self.step, []):
+                self.reading = set()
+                try:
+                    fn(self)
+                except Exception:  # a proof that fails, however it fails, proves nothing
+                    continue
+                self._proved.append({self.case_specs[c].subject() for c in self.reading if c in self.case_specs})
+            self.reading = saved
+        return self._proved
 
     def behaves(self, case: str) -> bool:
         """Do the learner's tensors for `case` match every tensor of the reference's, in shape and value?"""

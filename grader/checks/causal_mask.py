@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from grader.checks import Case, Gen, Outcome, cases, check, expect
+from grader.checks import Case, Gen, Outcome, cases, check, expect, proof
 from grader.checks.common import call
 from grader.i18n import N_, _
 
@@ -22,6 +22,24 @@ def _cases(g: Gen) -> dict[str, Case]:
         "batch": call("masked_attention_weights", g, consts=[d_k], attn_scores=g.randn(2, 3, n, n, scale=3.0)),
         "single": call("masked_attention_weights", g, consts=[d_k], attn_scores=g.randn(1, 1)),
     }
+
+
+@proof(STEP)
+def _softmax_of_the_scores(r: Outcome) -> None:
+    """Proof of work for masked_attention_weights, whatever its scaling or masking bug: up to the diagonal each row's
+    weights are proportional to exp(k × its scores), for one k > 0. Uniform, one-hot or constant weights do not
+    pass; a missing √d_k, zeros instead of -inf, or a mask after the softmax do (their own checks fail)."""
+    s = r.inputs("w2d")["attn_scores"].to(torch.float64)
+    got = expect.tensor(r.got("w2d"), "weights")
+    expect.shape(got, s.shape, "weights")
+    rows, cols = torch.nonzero(torch.tril(torch.ones_like(s, dtype=torch.bool)), as_tuple=True)
+    kept = got.to(torch.float64)[rows, cols]
+    expect.true(bool((kept > 0).all()), "a weight up to the diagonal is not positive")
+    # log w_ij - log w_i0 = k (s_ij - s_i0): k by least squares, then every such ratio checked
+    ds, dl = s[rows, cols] - s[rows, 0], kept.log() - got.to(torch.float64)[rows, 0].log()
+    k = float((ds * dl).sum() / (ds * ds).sum())
+    expect.true(k > 1e-3, "no dependence on the scores")
+    expect.true(bool(torch.allclose(dl, k * ds, rtol=1e-3, atol=1e-4)), "not exp(k × scores)")
 
 
 @check(STEP, N_("causal_mask: bool, True strictly above the diagonal"))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from grader.checks import Case, Gen, Outcome, cases, check, expect
+from grader.checks import Case, Gen, Outcome, cases, check, expect, proof
 from grader.checks.common import call
 from grader.i18n import N_, _
 
@@ -27,6 +27,20 @@ def _kept(r: Outcome, case: str) -> tuple[torch.Tensor, torch.Tensor]:
     w = r.inputs(case)["attn_weights"]
     expect.shape(got, w.shape, _("dropout output (same shape as attn_weights)"))
     return got, w
+
+
+@proof(STEP)
+def _masks_its_input(r: Outcome) -> None:
+    """Proof of work (its outputs are random, so never the reference's): in training mode each weight is dropped (0)
+    or kept and multiplied by one factor, some of both, and which are dropped does not follow their values. Dropout
+    with a wrong p or scale passes; the identity, a rescaling, noise or `w * (w > t)` do not."""
+    for case in ("half", "fifth"):
+        got, w = _kept(r, case)
+        kept = got != 0
+        expect.true(0.05 < float(kept.float().mean()) < 0.95, "not a mask")
+        ratio = got[kept].to(torch.float64) / w[kept].to(torch.float64)
+        expect.true(bool(torch.allclose(ratio, ratio[0].expand_as(ratio), rtol=1e-4, atol=1e-6)), "not one factor")
+        expect.true(abs(float(w[kept].mean() - w[~kept].mean())) < 0.05, "the mask follows the values")
 
 
 @check(STEP, N_("zeroes a fraction p of the weights"))
