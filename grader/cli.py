@@ -11,7 +11,6 @@ import click
 from grader import i18n
 from grader.cli_args import complete_steps, step_ids
 from grader.i18n import _
-from grader.pool import zygote
 from grader.registry import STEPS
 from grader.settings import DEFAULT_TIMEOUT
 
@@ -91,13 +90,14 @@ class KataGroup(click.Group):
             interrupted()
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        """`--lang` is accepted before or after the subcommand (`attn-kata check --lang zh`): it is moved to the
-        front, where the group reads it (arguments after `--` are left alone)."""
+        """`--lang` and `--no-daemon` are accepted before or after the subcommand (`attn-kata check --lang zh`):
+        they are moved to the front, where the group reads them (arguments after `--` are left alone)."""
+        ctx.meta["attn_kata.argv"] = lang_first(args)  # what the warm daemon is handed (grader/daemon)
         return super().parse_args(ctx, lang_first(args))
 
 
 def lang_first(args: list[str]) -> list[str]:
-    """The arguments with every `--lang X` / `--lang=X` before `--` moved to the front, in order."""
+    """The arguments with every `--lang X` / `--lang=X` / `--no-daemon` before `--` moved to the front, in order."""
     front: list[str] = []
     rest: list[str] = []
     i = 0
@@ -110,7 +110,7 @@ def lang_first(args: list[str]) -> list[str]:
             front += args[i:i + 2]
             i += 2
             continue
-        (front if a.startswith("--lang=") else rest).append(a)
+        (front if a.startswith("--lang=") or a == "--no-daemon" else rest).append(a)
         i += 1
     return front + rest
 
@@ -118,12 +118,25 @@ def lang_first(args: list[str]) -> list[str]:
 @click.group(cls=KataGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--lang", type=LANGS, default=None, help="Language of learner-facing text (default: from the locale); "
               "before or after the subcommand.")
+@click.option("--no-daemon", is_flag=True, help="Grade in this process, not in the warm background grader "
+              "(or ATTN_KATA_NO_DAEMON=1); before or after the subcommand.")
 @click.version_option(None, "--version", package_name="attention-kata", prog_name="attn-kata")
 @click.pass_context
-def main(ctx: click.Context, lang: str | None) -> None:
+def main(ctx: click.Context, lang: str | None, no_daemon: bool) -> None:
     """attention-kata: fill in exercises/, then `attn-kata check`."""
+    from grader.daemon import client
+
+    if client.wanted(ctx.invoked_subcommand, ctx.meta.get("attn_kata.argv", []), no_daemon):
+        argv = client.argv_for(ctx.meta["attn_kata.argv"], lang or i18n.default_lang())
+        code = client.run(argv, ctx.find_root().info_name or "attn-kata")
+        if code is not None:  # else it could not answer: grade here, as if there were no daemon
+            sys.exit(code)
     if ctx.invoked_subcommand in GRADING_COMMANDS:
+        from grader.pool import zygote
+
         zygote.warm_up()  # the zygote imports torch while this process goes on
+    if ctx.invoked_subcommand == "watch" and not client.bypassed(no_daemon):
+        client.start_in_background()  # so that the checks after this session are warm too
     from grader.learner import api
 
     ctx.obj = {"lang": lang or api.default_lang()}
@@ -418,12 +431,14 @@ def _write_or_echo(text: str, out: Path | None) -> None:
         fail(_("attn-kata: cannot write {path} ({error})").format(path=out, error=exc.strerror or exc))
 
 
+from grader.daemon.commands import daemon_group  # noqa: E402
 from grader.instructor.nbgrader_cli import nbgrader_group  # noqa: E402
 from grader.platforms.commands import classroom_group, prairielearn_group  # noqa: E402
 
 main.add_command(nbgrader_group)
 main.add_command(classroom_group)
 main.add_command(prairielearn_group)
+main.add_command(daemon_group)
 
 
 if __name__ == "__main__":

@@ -18,6 +18,8 @@ from __future__ import annotations
 import contextlib
 import functools
 import gettext
+import locale
+import os
 from collections.abc import Iterator, Mapping
 from contextvars import ContextVar
 from pathlib import Path
@@ -33,6 +35,15 @@ _current: ContextVar[str] = ContextVar("attn_kata_lang", default="en")
 def normalise(lang: str | None) -> str:
     """'zh', 'zh_CN.UTF-8', 'zh-Hans' -> 'zh'; anything else -> 'en'."""
     return "zh" if (lang or "").lower().startswith("zh") else "en"
+
+
+def default_lang() -> str:
+    """The learner's language from the environment: ATTN_KATA_LANG, then the locale (LC_ALL, LC_MESSAGES, LANG)."""
+    for var in ("ATTN_KATA_LANG", "LC_ALL", "LC_MESSAGES", "LANG"):
+        value = os.environ.get(var, "")
+        if value:
+            return normalise(value)
+    return normalise(locale.getlocale()[0] or "")
 
 
 def current() -> str:

@@ -28,7 +28,8 @@ def kata(*args: str, input: str | None = None) -> subprocess.CompletedProcess:
 def spawn_watch(ws: Path, *args: str, lang: str = "en"):  # type: ignore[no-untyped-def]
     child = pexpect.spawn(sys.executable, ["-m", "grader", "--lang", lang, "watch", "--path", str(ws), *args],
                           cwd=str(ROOT), encoding="utf-8", timeout=120, dimensions=(60, 160),
-                          env={"PATH": "/usr/bin:/bin", "TERM": "xterm-256color", "HOME": str(ws.parent)})
+                          env={"PATH": "/usr/bin:/bin", "TERM": "xterm-256color", "HOME": str(ws.parent),
+                               "ATTN_KATA_NO_DAEMON": "1"})
     return child
 
 
@@ -145,7 +146,8 @@ def test_check_in_a_terminal_draws_the_failing_weights(tmp_path: Path) -> None:
     shutil.copy(ROOT / "tests" / "fixtures" / "buggy" / "mask_fill_zero.py", ws / "causal_mask.py")
     child = pexpect.spawn(sys.executable, ["-m", "grader", "--lang", "en", "check", "causal_mask", "--path", str(ws)],
                           cwd=str(ROOT), encoding="utf-8", timeout=120, dimensions=(60, 160),
-                          env={"PATH": "/usr/bin:/bin", "TERM": "xterm-256color", "HOME": str(tmp_path)})
+                          env={"PATH": "/usr/bin:/bin", "TERM": "xterm-256color", "HOME": str(tmp_path),
+                               "ATTN_KATA_NO_DAEMON": "1"})
     try:
         child.expect("partial")
         child.expect("yours")

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import locale
-import os
 import time
 from pathlib import Path
 
@@ -12,7 +10,7 @@ from rich.console import Console
 
 from grader import i18n
 from grader.grading.report import Report
-from grader.i18n import N_, _
+from grader.i18n import N_, _, default_lang
 from grader.learner import workspace as workspace_state
 from grader.learner.workspace import STATE_DIR
 from grader.registry import BY_ID, STEPS
@@ -20,15 +18,6 @@ from grader.render import reporters
 from grader.settings import DEFAULT_TIMEOUT, resolve_secret
 
 __all__ = ["DEFAULT_TIMEOUT", "STATE_DIR", "check", "default_lang", "grade", "hint", "list_steps"]
-
-
-def default_lang() -> str:
-    """The learner's language from the environment: ATTN_KATA_LANG, then the locale (LC_ALL, LC_MESSAGES, LANG)."""
-    for var in ("ATTN_KATA_LANG", "LC_ALL", "LC_MESSAGES", "LANG"):
-        value = os.environ.get(var, "")
-        if value:
-            return i18n.normalise(value)
-    return i18n.normalise(locale.getlocale()[0] or "")
 
 
 def load_state(workspace: str | Path) -> dict:

@@ -1,0 +1,40 @@
+"""`attn-kata daemon status|stop`: the warm background grader, seen and stopped by its user."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import click
+
+from grader.daemon import client
+from grader.i18n import _
+
+
+@click.group("daemon")
+def daemon_group() -> None:
+    """The warm background grader that answers check, list and grade (never with a secret)."""
+
+
+@daemon_group.command("status")
+def status() -> None:
+    """Whether it runs (exit 0) or not (exit 1)."""
+    doc = client.request({"op": "status"})
+    if not doc or "pid" not in doc:
+        click.echo(_("the background grader is not running (the next `attn-kata check` starts it)"))
+        sys.exit(1)
+    click.echo(_("the background grader is running: pid {pid}, {served} command(s) served, up {up:.0f} s; it stops "
+                 "after {idle:g} s without a command").format(pid=doc["pid"], served=doc.get("served", 0),
+                                                              up=time.time() - float(doc.get("started", 0)),
+                                                              idle=float(doc.get("idle_limit", 0))))
+    click.echo(_("socket: {path}").format(path=doc.get("socket", "")))
+
+
+@daemon_group.command("stop")
+def stop() -> None:
+    """Stop it (the next check starts a fresh one); exit 0 also when none was running."""
+    doc = client.request({"op": "stop"})
+    if not doc or "stopped" not in doc:
+        click.echo(_("the background grader is not running"))
+        return
+    click.echo(_("stopped the background grader (pid {pid})").format(pid=doc["stopped"]))

@@ -1,0 +1,55 @@
+"""One message each way: a JSON object on one line, file descriptors alongside it (SCM_RIGHTS). No pickle."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import struct
+from typing import Any
+
+MAX_MESSAGE = 1 << 20  # a request carries the client's environment: far below this
+MAX_FDS = 4  # stdin, stdout, stderr, the working directory
+
+
+class Garbled(Exception):
+    pass
+
+
+def send(sock: socket.socket, doc: dict[str, Any], fds: list[int] | None = None) -> None:
+    data = json.dumps(doc, ensure_ascii=False).encode() + b"\n"
+    sent = socket.send_fds(sock, [data], fds or [])
+    if sent < len(data):  # never an empty sendall: the peer may have answered and closed already (EPIPE)
+        sock.sendall(data[sent:])
+
+
+def receive(sock: socket.socket) -> tuple[dict[str, Any] | None, list[int]]:
+    """The next message and the fds that came with it; (None, []) at end-of-file. Raises Garbled for anything
+    that is not one JSON object (a hung-up writer's half line included); the fds are closed then."""
+    buf, fds = b"", []
+    try:
+        while not buf.endswith(b"\n"):
+            chunk, got, _flags, _addr = socket.recv_fds(sock, 65536, MAX_FDS)
+            fds += got
+            if not chunk:
+                if buf or fds:
+                    raise Garbled("incomplete message")
+                return None, []
+            buf += chunk
+            if len(buf) > MAX_MESSAGE or len(fds) > MAX_FDS:
+                raise Garbled("message too large")
+        doc = json.loads(buf)
+        if not isinstance(doc, dict):
+            raise Garbled("not an object")
+        return doc, fds
+    except (Garbled, ValueError) as exc:
+        for fd in fds:
+            os.close(fd)
+        raise Garbled(str(exc)) from None
+
+
+def peer_uid(sock: socket.socket) -> tuple[int, int]:
+    """(pid, uid) of the process at the other end, as the kernel recorded them when it connected."""
+    pid, uid, _gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
+                                                          struct.calcsize("3i")))
+    return pid, uid
