@@ -135,3 +135,18 @@ def test_no_workspace_is_a_one_line_usage_error(tmp_path: Path, env: dict[str, s
     assert proc.returncode == 4  # pytest's usage error
     assert "no workspace found" in proc.stderr
     assert "Traceback" not in proc.stderr + proc.stdout
+
+
+def test_a_notebook_workspace_gets_its_checks_under_the_notebook(tmp_path: Path, env: dict[str, str]) -> None:
+    """`attn-kata init --notebook`: every step's checks are collected under the notebook, which is what is graded."""
+    made = subprocess.run([sys.executable, "-m", "grader", "init", "--notebook", str(tmp_path / "nb")], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert made.returncode == 0, made.stderr
+    nb = next((tmp_path / "nb").glob("*.ipynb"))
+    listed = pytest_run(tmp_path / "nb", env, "--kata", "--collect-only", "-q")
+    items = [line for line in listed.stdout.splitlines() if "::" in line]
+    assert len(items) == 79 and all(line.startswith(f"{nb.name}::test_") for line in items)
+    node = f"{nb.name}::test_dot_scores[a single token]"
+    proc = pytest_run(tmp_path / "nb", env, "--kata", node)
+    assert proc.returncode == 1 and "1 failed" in proc.stdout
+    assert "NotImplementedError" in proc.stdout  # the untouched notebook: the grader says the step is not written
