@@ -1,0 +1,77 @@
+"""A learner's repeated check through the warm background grader (grader/daemon), against a torch import.
+
+    python benchmarks/bench_check.py [-n 5]
+
+Interleaved, one round after another, median of N wall times (fresh processes, as a learner runs them):
+- `python -I -c "import torch"`: the cost every in-process command pays;
+- a cold `attn-kata grade solutions/ --no-daemon`: a fresh process that imports torch and grades all steps;
+- a repeated `attn-kata check dot_scores` (a workspace with step 1 solved) through the warm daemon;
+- `attn-kata daemon status`: the client's own floor (start-up, imports, one round trip; no grading).
+Goal (issue 14): the repeated check at most 0.4x one torch import. The daemon lives in a temporary runtime
+folder of its own and is stopped at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+GOAL = 0.4
+
+
+def timed(cmd: list[str], env: dict[str, str], ok: tuple[int, ...] = (0,)) -> float:
+    t = time.perf_counter()
+    done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    elapsed = time.perf_counter() - t
+    if done.returncode not in ok:
+        sys.exit(f"{' '.join(cmd)} exited {done.returncode}: {done.stderr[-2000:]}")
+    return elapsed
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("-n", type=int, default=5)
+    args = ap.parse_args()
+    script = Path(sys.executable).parent / "attn-kata"
+    kata = [str(script)] if script.exists() else [sys.executable, "-m", "grader"]
+    with tempfile.TemporaryDirectory() as tmp:
+        run = Path(tmp) / "run"
+        run.mkdir(mode=0o700)
+        ws = Path(tmp) / "exercises"
+        shutil.copytree(ROOT / "exercises", ws)
+        shutil.copy(ROOT / "solutions" / "dot_scores.py", ws / "dot_scores.py")
+        env = {k: v for k, v in os.environ.items() if k not in ("ATTN_KATA_NO_DAEMON", "ATTN_KATA_SECRET")}
+        env["ATTN_KATA_RUNTIME_DIR"] = str(run)
+        keys = ("import torch", "cold grade solutions/ (--no-daemon)", "repeated check dot_scores (warm daemon)",
+                "client floor (daemon status)")
+        runs: dict[str, list[float]] = {key: [] for key in keys}
+        first = timed([*kata, "check", "dot_scores", "--path", str(ws)], env)  # starts the daemon
+        try:
+            for _ in range(args.n):
+                times = [timed([sys.executable, "-I", "-c", "import torch"], env),
+                         timed([*kata, "--no-daemon", "grade", "solutions", "--format", "json"], env)]
+                time.sleep(1.0)  # "one second after the last", as a learner saves and checks again
+                times += [timed([*kata, "check", "dot_scores", "--path", str(ws)], env),
+                          timed([*kata, "daemon", "status"], env)]
+                for key, t in zip(runs, times, strict=True):
+                    runs[key].append(t)
+        finally:
+            subprocess.run([*kata, "daemon", "stop"], env=env, capture_output=True, timeout=60)
+    print(f"first check (starts the daemon): {first:.2f} s")
+    med = {key: statistics.median(ts) for key, ts in runs.items()}
+    for key, m in med.items():
+        print(f"{key:42s} median {m:.3f} s of {args.n}  ({', '.join(f'{t:.2f}' for t in runs[key])})")
+    ratio = med["repeated check dot_scores (warm daemon)"] / med["import torch"]
+    print(f"repeated check / import torch = {ratio:.2f} (goal <= {GOAL}): {'met' if ratio <= GOAL else 'NOT met'}")
+
+
+if __name__ == "__main__":
+    main()
