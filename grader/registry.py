@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 class Step:
     number: int
     id: str
-    names: tuple[str, ...]  # public names the learner writes (DESIGN.md §1)
+    names: tuple[str, ...]  # public names the learner writes (docs/design.md §1)
     section: str  # book section
     title: str  # the plain title; shown through grader.i18n.step_title ("Step 7 · … (§3.5.1)")
     title_zh: str

@@ -8,7 +8,7 @@ cannot be graded gets its status without running anything), pending (what the in
 Layout of OUT:
   index.sqlite        results keyed by sha256(content hash, grader version, secret hash); never the secret
   gradebook.csv       one row per student, one column per step, the total (cells escaped for spreadsheets)
-  reports/NAME.json   one report per submission (DESIGN.md §4)
+  reports/NAME.json   one report per submission (grader/grading/report.py, schema_version 1)
   feedback/NAME.txt   plain-language feedback per student
   summary.json        per step: mean, share of full marks, most common failed check
   .staging/           archives extracted while the batch runs (checked first; removed at the end)

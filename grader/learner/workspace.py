@@ -47,14 +47,16 @@ def find_workspace(start: Path) -> Path:
 
 def resolve(path: str | Path | None, cwd: Path | None = None) -> Path:
     """The workspace a command works on: `--path` as given, else the one found from the current folder, shown
-    relative to it when it is inside (`exercises`, not /home/…/kata/exercises)."""
+    relative to it when it is below it (`exercises`, not /home/…/kata/exercises); the current folder itself, or
+    one above it, by its full path (a report is titled with the workspace's name, which `.` does not have)."""
     if path is not None:
         return Path(path)
     here = Path(os.path.abspath(cwd or Path.cwd()))
     found = find_workspace(here)
     with contextlib.suppress(ValueError):
         rel = found.relative_to(here)
-        return rel if rel.parts else Path(".")
+        if rel.parts:
+            return rel
     return found
 
 
