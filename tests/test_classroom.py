@@ -54,7 +54,9 @@ def test_the_workflow_is_a_valid_github_workflow(template: Path, tmp_path: Path)
 
 
 def test_one_command_grader_per_step_and_the_points_add_up_to_the_katas_total(template: Path) -> None:
-    steps = workflow(template)["jobs"]["run-autograding-tests"]["steps"]
+    job = workflow(template)["jobs"]["run-autograding-tests"]
+    assert job["name"] == "Autograding Tests"  # the reporter posts the points on the check run of that name
+    steps = job["steps"]
     graders = [s for s in steps if s.get("uses") == GRADER]
     assert [s["id"] for s in graders] == [s.id for s in STEPS]
     for s in graders:  # only the action's documented inputs

@@ -67,6 +67,7 @@ def workflow(*, path: str = "exercises", lang: str = "en", install: str | None =
         "  contents: read",
         "jobs:",
         "  run-autograding-tests:",
+        "    name: Autograding Tests",  # the check run the reporter looks up by this name to post the points
         "    runs-on: ubuntu-latest",
         "    if: github.actor != 'github-classroom[bot]'",
         "    timeout-minutes: 30",
