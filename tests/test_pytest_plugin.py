@@ -150,3 +150,13 @@ def test_a_notebook_workspace_gets_its_checks_under_the_notebook(tmp_path: Path,
     proc = pytest_run(tmp_path / "nb", env, "--kata", node)
     assert proc.returncode == 1 and "1 failed" in proc.stdout
     assert "NotImplementedError" in proc.stdout  # the untouched notebook: the grader says the step is not written
+
+
+def test_when_the_grader_cannot_run_every_kata_item_fails_with_its_reason(tmp_path: Path, env: dict[str, str]) -> None:
+    """No verdict is invented: a grading run that fails (here `attn-kata grade` refuses the time-out) fails the
+    kata's items with the grader's one line, and the learner's own test still passes."""
+    ws = workspace(tmp_path, solved=True)
+    proc = pytest_run(ws, env, "--kata", "--kata-timeout", "-1", "-k", "dot_scores or mine", "-rf")
+    assert proc.returncode == 1
+    assert "5 failed, 1 passed" in proc.stdout
+    assert proc.stdout.count("the grader could not grade") >= 5 and "--timeout" in proc.stdout
