@@ -328,3 +328,15 @@ def test_no_daemon_and_the_environment_bypass_it(env: dict[str, str], tmp_path: 
         assert kata(*how, "dot_scores", "--path", str(tmp_path), env=env).returncode == 1
     assert kata("list", env={**env, "ATTN_KATA_NO_DAEMON": "1"}).returncode == 0
     assert daemon_pid(env) is None
+
+
+def test_watch_starts_it_for_the_checks_that_follow(env: dict[str, str], tmp_path: Path) -> None:
+    ws = workspace(tmp_path, "ws")
+    child = pexpect.spawn(sys.executable, ["-m", "grader", "watch", "--path", str(ws)], cwd=str(ROOT),
+                          encoding="utf-8", timeout=120, dimensions=(50, 133), env={**env, "TERM": "xterm-256color"})
+    child.expect("watching")
+    child.sendline("q")
+    child.expect(pexpect.EOF)
+    assert wait_until(lambda: daemon_pid(env) is not None, 30)
+    assert kata("check", "dot_scores", "--path", str(ws), env=env).returncode == 1
+    assert served(env) == 1

@@ -61,11 +61,15 @@ def start_in_background() -> None:
 def run(argv: list[str], prog: str) -> int | None:
     """Run `attn-kata ARGV` in the daemon on our stdio and working directory; its exit code, or None when the
     daemon could not answer (then nothing was decided: grade in-process)."""
+    stdio: list[int] = []
     try:
-        stdio = [os.dup(fd) for fd in (0, 1, 2)]  # fails if one is closed: in-process handles that as always
+        for fd in (0, 1, 2):  # fails if one is closed, or the working directory is gone: in-process handles those
+            stdio.append(os.dup(fd))
+        cwd = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError:
+        for fd in stdio:
+            os.close(fd)
         return None
-    cwd = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         for attempt in range(2):  # a daemon out of date stops and says so: start a fresh one, once
             answer = _ask({"op": "run", "argv": argv, "prog": prog, "env": dict(os.environ),
