@@ -160,3 +160,14 @@ def test_when_the_grader_cannot_run_every_kata_item_fails_with_its_reason(tmp_pa
     assert proc.returncode == 1
     assert "5 failed, 1 passed" in proc.stdout
     assert proc.stdout.count("the grader could not grade") >= 5 and "--timeout" in proc.stdout
+
+
+def test_listing_the_checks_imports_no_torch() -> None:
+    """An IDE lists the tests on every save: the names are read from the checks' source (the same names, in the
+    same order, as the grader registers: compared with grader.checks above and here), without importing torch."""
+    code = ("import sys, json; from grader.platforms.pytest_plugin import check_names; n = check_names(); "
+            "print(json.dumps(['torch' in sys.modules, n]))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    torch_loaded, names = json.loads(proc.stdout)
+    assert not torch_loaded
+    assert names == check_names()
