@@ -207,3 +207,25 @@ def test_gradescope_build_from_the_wheel_lays_out_the_kata_as_a_checkout(wheel_p
 
     assert kata(ours) == kata(theirs)
     assert "kata/pyproject.toml" in theirs and not any(n.startswith("kata/grader/kata/") for n in theirs)
+
+
+def test_nbgrader_assignment_and_reset_from_the_wheel_use_the_bundled_kata(wheel_python: Path, tmp_path: Path) -> None:
+    """The source notebook's solution cells come from the wheel's grader/kata/solutions; reset's stub from its
+    grader/kata/exercises (no checkout anywhere on the way)."""
+    out = subprocess.run([str(wheel_python), "-m", "grader", "nbgrader", "assignment", str(tmp_path / "src")],
+                         capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    nb = json.loads((tmp_path / "src" / "attention.ipynb").read_text())
+    code = "".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+    assert "torch.dot(x_i, query)" in code  # a line of solutions/dot_scores.py
+    ws = tmp_path / "ws"
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "ATTN_KATA_NO_DAEMON": "1", "ATTN_KATA_LANG": "en"}
+    init = subprocess.run([str(wheel_python), "-m", "grader", "init", str(ws)], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=300, env=env)
+    assert init.returncode == 0, init.stderr
+    (ws / "dot_scores.py").write_text("# mine\n")
+    reset = subprocess.run([str(wheel_python), "-m", "grader", "reset", "dot_scores", "--yes"], capture_output=True,
+                           text=True, cwd=ws, timeout=300, env=env)
+    assert reset.returncode == 0, reset.stdout + reset.stderr
+    assert "grader/kata/exercises/dot_scores.py" in " ".join(reset.stdout.split()).replace(" ", ""), reset.stdout
+    assert "raise NotImplementedError" in (ws / "dot_scores.py").read_text()
