@@ -10,6 +10,7 @@ grading in-process. Its workers come from its zygote and are confined exactly as
 - fingerprint: the grader's code, the kata's solutions and the settings a warm process fixes at start
 - protocol:    one JSON line each way, with file descriptors (SCM_RIGHTS)
 - client:      light (no torch, no rich): connect, or start a daemon, and hand it the command
-- server:      the daemon itself
+- server:      the daemon itself: one at a time, the lock, the socket, idle and out-of-date stops
+- command:     one client's command, run on its stdio, working directory and environment, then put back
 - commands:    `attn-kata daemon status|stop`
 """
