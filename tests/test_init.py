@@ -165,3 +165,26 @@ def test_init_notebook_runs_and_check_grades_it(tmp_path: Path) -> None:
     assert kata("check", "dot_scores", cwd=ws).returncode == 0
     rest = kata("check", "softmax", cwd=ws)
     assert rest.returncode == 1 and "not started" in rest.stdout
+
+
+def test_watch_in_a_notebook_workspace_grades_the_notebook(tmp_path: Path) -> None:
+    import pexpect
+
+    assert kata("init", "nbws", "--notebook", cwd=tmp_path).returncode == 0
+    ws = tmp_path / "nbws"
+    child = pexpect.spawn(sys.executable, ["-m", "grader", "--lang", "en", "watch", "dot_scores"], cwd=str(ws),
+                          encoding="utf-8", timeout=120, dimensions=(60, 160),
+                          env={"PATH": "/usr/bin:/bin", "TERM": "xterm-256color", "HOME": str(tmp_path),
+                               "ATTN_KATA_NO_DAEMON": "1"})
+    try:
+        child.expect("not started")
+        child.expect("q: quit")
+        nb = nbformat.read(ws / "attention.ipynb", as_version=4)
+        first = next(c for c in nb.cells if "def attention_scores" in c.source)
+        first.source = split_stub(SOLUTION)[0]
+        nbformat.write(nb, ws / "attention.ipynb")  # the learner saves the notebook
+        child.expect("passed")
+        child.sendline("q")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)

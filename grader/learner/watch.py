@@ -126,12 +126,13 @@ class Watcher:
     # one grading round: the current step only
     def grade(self) -> None:
         from grader.learner import api
+        from grader.learner.workspace import submission
         from grader.render import heatmap, reporters
 
         step = self.step
         start = time.monotonic()
         try:
-            report, mats = heatmap.grade_with_matrices(self.ws, steps=[step.id], timeout=self.timeout,
+            report, mats = heatmap.grade_with_matrices(submission(self.ws), steps=[step.id], timeout=self.timeout,
                                                        lang=self.lang, secret=self.secret)
         except Exception as exc:  # the grader's own trouble (never the submission's): say so, keep watching
             self.say("error", "red", err=f"{type(exc).__name__}: {exc}")
@@ -152,7 +153,7 @@ class Watcher:
         reporters.table(report, c, lang=self.lang)
         if result.status in ("failed", "partial"):
             heatmap.print_failing(report, mats, c, self.lang)
-        path = self.ws / step.file
+        path = submission(self.ws) if submission(self.ws).suffix == ".ipynb" else self.ws / step.file
         if result.status == "passed":
             if self.index + 1 < len(STEPS):
                 self.say("passed", "bold green", step=step.id, nxt=STEPS[self.index + 1].id)
