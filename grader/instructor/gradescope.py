@@ -64,7 +64,7 @@ exit 0
 """
 
 KATA_FILES = ("pyproject.toml", "README.md", "LICENSE")
-SKIP = {"__pycache__", ".pytest_cache", ".ruff_cache"}
+SKIP = {"__pycache__", ".pytest_cache", ".ruff_cache", ".attn-kata"}  # caches; a workspace's progress
 # built from an installed wheel, which has no pyproject.toml: just enough for setup.sh's `pip install -e`
 MINIMAL_PYPROJECT = """[build-system]
 requires = ["setuptools>=77"]
