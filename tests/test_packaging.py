@@ -229,3 +229,28 @@ def test_nbgrader_assignment_and_reset_from_the_wheel_use_the_bundled_kata(wheel
     assert reset.returncode == 0, reset.stdout + reset.stderr
     assert "grader/kata/exercises/dot_scores.py" in " ".join(reset.stdout.split()).replace(" ", ""), reset.stdout
     assert "raise NotImplementedError" in (ws / "dot_scores.py").read_text()
+
+
+def test_grants_leave_out_the_kata_below_any_grant(tmp_path: Path) -> None:
+    """confine.grants_without on a venv-like tree: site-packages/grader/kata is hidden though the prefix, a
+    `lib64` link to `lib` and site-packages are all asked for; its siblings stay readable."""
+    from grader.sandbox.confine import grants_without
+
+    site = tmp_path / "venv" / "lib" / "python3" / "site-packages"
+    kata = site / "grader" / "kata"
+    (kata / "solutions").mkdir(parents=True)
+    (site / "torch").mkdir()
+    (site / "grader" / "checks").mkdir()
+    (site / "grader" / "cli.py").write_text("")
+    (tmp_path / "venv" / "lib64").symlink_to("lib")
+    asked = [str(tmp_path / "venv"), str(tmp_path / "venv" / "lib64"), str(site), str(kata / "solutions"), "/usr"]
+    granted = [Path(p) for p in grants_without(asked, kata)]
+    assert not [p for p in granted if p == kata or p in kata.parents or kata in p.parents], granted
+    assert {site / "torch", site / "grader" / "checks", site / "grader" / "cli.py", Path("/usr")} <= set(granted)
+    # a checkout: the kata's root is hidden, a venv inside it asked for by name stays, its solutions/ never
+    checkout = tmp_path / "checkout"
+    (checkout / ".venv").mkdir(parents=True)
+    (checkout / "solutions").mkdir()
+    granted = grants_without([str(checkout / ".venv"), str(checkout / "solutions"), str(tmp_path)], checkout)
+    assert str(checkout / ".venv") in granted and str(checkout / "solutions") not in granted
+    assert str(checkout) not in granted and str(tmp_path) not in granted

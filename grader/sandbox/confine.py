@@ -77,13 +77,14 @@ def grants_without(paths: list[str], hidden: Path) -> list[str]:
     grader/kata/) is replaced by its children, one level at a time down the way to `hidden`. Every
     comparison is between resolved paths: Landlock follows a link to the folder it names (a venv's lib64)."""
     hidden = Path(os.path.realpath(hidden))
+    reference = hidden / "solutions"
     out: set[str] = set()
     todo = [(Path(os.path.realpath(p)), True) for p in paths]
     while todo:
         p, asked = todo.pop()
         # the kata itself; beneath it only what was asked for by name (a checkout's own .venv), never what a
-        # split finds there
-        if p == hidden or (hidden in p.parents and not asked):
+        # split finds there, and never the reference even when asked for (a sys.path entry in solutions/)
+        if p == hidden or (hidden in p.parents and (not asked or reference == p or reference in p.parents)):
             continue
         if p not in hidden.parents:
             out.add(str(p))
