@@ -67,6 +67,8 @@ def workspace_option(required: bool = True):  # type: ignore[no-untyped-def]
     def resolve(ctx: click.Context, param: click.Parameter, value: Path | None) -> Path | None:
         from grader.learner import workspace
 
+        if ctx.resilient_parsing:  # shell completion: nothing runs, so nothing to find
+            return value
         try:
             return workspace.resolve(value)
         except workspace.NoWorkspace:

@@ -188,3 +188,14 @@ def test_watch_in_a_notebook_workspace_grades_the_notebook(tmp_path: Path) -> No
         child.expect(pexpect.EOF)
     finally:
         child.close(force=True)
+
+
+def test_shell_completion_offers_step_ids(tmp_path: Path) -> None:
+    env = {**ENV, "_ATTN_KATA_COMPLETE": "bash_complete", "COMP_WORDS": "attn-kata hint soft", "COMP_CWORD": "2"}
+    out = subprocess.run([str(Path(BIN) / "attn-kata")], capture_output=True, text=True, cwd=tmp_path, env=env,
+                         timeout=120)
+    assert out.stdout.split() == ["plain,softmax"], out.stdout + out.stderr
+    env["COMP_WORDS"], env["COMP_CWORD"] = "attn-kata check dot_scores c", "3"
+    words = subprocess.run([str(Path(BIN) / "attn-kata")], capture_output=True, text=True, cwd=tmp_path, env=env,
+                           timeout=120).stdout.split()
+    assert {"plain,causal_mask", "plain,causal_attention", "plain,context_vector"} <= set(words), words
