@@ -652,3 +652,18 @@ def test_the_honest_twins_of_the_vouching_attacks_get_full_marks(tmp_path: Path)
                      "    return attn_weights * torch.bernoulli(torch.full_like(attn_weights, 1 - p)) / (1 - p)\n")
     step = engine.grade(other, steps=["dropout"], secret=SECRET).steps[0]
     assert step.score == step.max_score, [(c.name, c.message) for c in step.checks if not c.passed]
+
+
+def test_which_cases_are_public_does_not_depend_on_the_secret() -> None:
+    """Case.public is a property of the plan: the book's example under every secret, a drawn size under none (a
+    drawn size that came out equal under the re-drawing once made causal_mask's own case public under the secret
+    "not-for-students", and cost the reference itself a point)."""
+    from grader import checks
+
+    first = {s: {c for c, case in cs.items() if case.public} for s, cs in checks.plans("term 1").items()}
+    assert first["causal_mask"] == {"mask1"} and first["dot_scores"] == {"book"}
+    for i in range(60):
+        plans = checks.plans(f"another term {i}")
+        assert {s: {c for c, case in cs.items() if case.public} for s, cs in plans.items()} == first, i
+    step = engine.grade(SOLUTIONS / "causal_mask.py", steps=["causal_mask"], secret="not-for-students").steps[0]
+    assert step.score == step.max_score, [(c.name, c.message) for c in step.checks if not c.passed]

@@ -313,8 +313,25 @@ def load_all() -> None:
         importlib.import_module(f"{__name__}.{s.id}")
 
 
+class _Drawn(int):
+    """An integer drawn from the secret's generator; what is computed from it stays marked."""
+
+    def _op(name: str) -> Callable:  # type: ignore[misc] - a class-body helper
+        def op(self: int, *other: Any) -> Any:
+            v = getattr(int, name)(self, *other)
+            return _Drawn(v) if type(v) is int else v
+        return op
+
+    for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__floordiv__",
+                  "__rfloordiv__", "__mod__", "__rmod__", "__pow__", "__neg__", "__abs__"):
+        locals()[_name] = _op(_name)
+    del _name, _op
+
+
 class _Moved(Gen):
-    """The same draws, each moved to another value: a case that comes out the same drew nothing from the secret."""
+    """The same draws in the same order (so every choice the plan makes from them is the same), each value
+    marked: tensors moved to other values, integers wrapped as _Drawn. A case that comes out equal and unmarked
+    drew nothing from the secret."""
 
     def rand(self, *shape: int) -> torch.Tensor:
         return (super().rand(*shape) + 0.5) % 1.0
@@ -323,17 +340,21 @@ class _Moved(Gen):
         return super().randn(*shape, scale=scale) + scale
 
     def int(self, low: int, high: int) -> int:
-        v = super().int(low, high)
-        return v if high == low else low + (v - low + 1) % (high - low + 1)
+        return _Drawn(super().int(low, high))
 
-    def seed(self) -> int:
-        return (super().seed() + 1) % (2**31 - 1)
+
+def _marked(v: Any) -> bool:
+    if isinstance(v, _Drawn):
+        return True
+    if isinstance(v, dict):
+        return any(_marked(x) for x in v.values())
+    return isinstance(v, list | tuple) and any(_marked(x) for x in v)
 
 
 def _same(a: Case, b: Case) -> bool:
-    """The same probe, parameters and inputs (the seed aside: a case that differs only there is counted public,
-    so it vouches for nothing, the safe side)."""
-    if a.probe != b.probe or a.params != b.params or a.inputs.keys() != b.inputs.keys():
+    """The same probe, parameters and inputs, no parameter drawn (the seed aside: a case that differs only there
+    is counted public, so it vouches for nothing, the safe side)."""
+    if a.probe != b.probe or a.params != b.params or _marked(b.params) or a.inputs.keys() != b.inputs.keys():
         return False
     return all(x.dtype == y.dtype and x.shape == y.shape and torch.equal(x, y)
                for x, y in ((a.inputs[k], b.inputs[k]) for k in a.inputs))
