@@ -310,6 +310,8 @@ def run_batch(*, directory: str | Path, out: str | Path, jobs: int | None = None
     secret = resolve_secret(secret)
     version, shash = grader_version(), secret_hash(secret)
     staging = out / ".staging"
+    if not resume:  # the zygote imports torch (~1.4 s) while this process discovers, screens and opens the index
+        _start_zygote()
     try:
         entries = discover(directory, staging)
         # a result is indexed for the steps it covers, too
@@ -328,6 +330,7 @@ def run_batch(*, directory: str | Path, out: str | Path, jobs: int | None = None
         finally:
             index.close()
     finally:
+        _stop_zygote()  # when nothing was left to grade, or discovery failed
         shutil.rmtree(staging, ignore_errors=True)  # OUT holds nothing but results
     summary = write_outputs(entries, reports, out, steps)
     not_graded = {e.student: e.rejected for e in entries if reports.get(e.slug) is None}
@@ -483,6 +486,12 @@ def _write_report(out: Path, e: Entry, report: dict[str, Any]) -> dict[str, Any]
     # one line, by json's C encoder: indent=2 would take the pure-Python encoder, ~5 ms a report
     write_atomic(out / "reports" / f"{e.slug}.json", json.dumps(rep, ensure_ascii=False))
     return rep
+
+
+def _start_zygote() -> None:
+    from grader.pool import zygote
+
+    zygote.warm_up()
 
 
 def _stop_zygote() -> None:
