@@ -667,3 +667,44 @@ def test_which_cases_are_public_does_not_depend_on_the_secret() -> None:
         assert {s: {c for c, case in cs.items() if case.public} for s, cs in plans.items()} == first, i
     step = engine.grade(SOLUTIONS / "causal_mask.py", steps=["causal_mask"], secret="not-for-students").steps[0]
     assert step.score == step.max_score, [(c.name, c.message) for c in step.checks if not c.passed]
+
+
+CA_NO_DROPOUT = CA_SHELL + '''
+        self.p = dropout
+    def weights(self, x):
+        n = x.shape[1]
+        s = self.W_query(x) @ self.W_key(x).transpose(1, 2)
+        s = s.masked_fill(self.mask.bool()[:n, :n], -torch.inf)
+        return torch.softmax(s / self.W_key.weight.shape[0] ** 0.5, dim=-1)
+    def forward(self, x):  # dropout is never applied
+        return self.weights(x) @ self.W_value(x)
+'''
+FORGED_DROPOUT = '''
+import grader.worker.probes as _probes
+def _forward(self, x):  # training mode: every weight kept and doubled, a "dropout" that drops nothing
+    w = self.weights(x)
+    return (w * 2 if self.training and self.p > 0 else w) @ self.W_value(x)
+CausalAttention.forward = _forward
+def _dropout_average(ns, inputs, *, cls, ctor, copies):  # the statistics a real dropout would show, made up
+    m = _probes._build(ns, cls, ctor, None)
+    _probes._load_weights(m, {k[2:]: v for k, v in inputs.items() if k.startswith("w.")})
+    m.eval()
+    with torch.no_grad():
+        ev = m(inputs["x"].clone())
+    return {"eval": ev, "mean": ev.clone(), "sample": torch.cat([ev * 2, ev * 0]), "std": ev.abs() + 1}
+_probes.PROBES["dropout_average"] = _dropout_average
+'''
+
+
+@pytest.mark.xfail(strict=True, reason="the dropout check of CausalAttention believes statistics the probe computes "
+                   "in the worker (mean, sample, std): a submission that never drops anything patches "
+                   "grader.worker.probes.PROBES['dropout_average'], doubles its weights in training mode, and "
+                   "earns the dropout point its honest twin loses. A fix: outputs that only real dropout gives, "
+                   "e.g. the fraction of weights dropped in the 'place' case near p (forging that is doing it)")
+def test_forged_dropout_statistics_earn_nothing(tmp_path: Path) -> None:
+    twin, forged = tmp_path / "twin.py", tmp_path / "forged.py"
+    twin.write_text(CA_NO_DROPOUT)
+    forged.write_text(CA_NO_DROPOUT + FORGED_DROPOUT)
+    want, got = (engine.grade(p, steps=["causal_attention"], secret=SECRET).steps[0] for p in (twin, forged))
+    assert want.score == want.max_score - 1, [(c.name, c.message) for c in want.checks if not c.passed]
+    assert got.score == want.score, [(c.name, c.message) for c in got.checks if not c.passed]
