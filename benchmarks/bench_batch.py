@@ -1,11 +1,15 @@
 """Time `attn-kata batch` against nbgrader's `autograde` on the same submissions, on this machine, in one run.
 
-    python benchmarks/bench_batch.py [-n 24] [--jobs N] [--keep DIR]
+    python benchmarks/bench_batch.py [--sizes 48,120,300] [--nbgrader-n 8] [--jobs N] [--keep DIR]
 
-Both graders get N students' chapter-3 code (from solutions/, every 4th with a bug): attn-kata as plain
-notebooks (one per student, as learners write them), nbgrader as the same code in an nbgrader assignment
-whose test cells assert on outputs. nbgrader's generate_assignment is not timed; its autograde is.
-Prints both wall times, their ratio, and the batch's CPU time per submission (getrusage: self + children).
+Both graders get the same students' chapter-3 code (from solutions/, every 4th with a bug): attn-kata as plain
+notebooks (one per student, as learners write them), nbgrader as the same code in an nbgrader assignment whose
+test cells assert on outputs. attn-kata grades classes of each size (the first N of one class of the largest
+size), each with a fresh `attn-kata batch` command: its wall time includes the start-up (importing torch, the
+zygote, the grading processes). nbgrader's per-submission time is flat (one kernel per notebook), so it is
+measured on the first K notebooks only (--nbgrader-n; its generate_assignment is not timed, its autograde is).
+Prints each wall time, the ratio per submission, the batch's CPU time per submission (getrusage: self +
+children) and its fixed cost (the same command on a class of one).
 """
 
 from __future__ import annotations
@@ -92,10 +96,8 @@ def _cpu() -> float:
     return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime
 
 
-def run_attn_kata(work: Path, n: int, jobs: int | None) -> tuple[float, float]:
-    subs = work / "attn" / "in"
-    submissions.make_class(subs, n, "ipynb")
-    out = work / "attn" / "out"
+def run_attn_kata(subs: Path, out: Path, n: int, jobs: int | None) -> tuple[float, float]:
+    """One `attn-kata batch` of the n notebooks in `subs`: (wall seconds, CPU seconds), start-up included."""
     cmd = [str(BIN / "python"), "-m", "grader", "batch", str(subs), "--out", str(out), "-q"]
     if jobs:
         cmd += ["--jobs", str(jobs)]
@@ -142,44 +144,54 @@ def run_nbgrader(work: Path, n: int) -> tuple[float, float]:
 
 
 def startup(work: Path) -> float:
-    """attn-kata batch's fixed cost: the same command on an empty class (import torch, start the zygote)."""
-    empty = work / "empty-class"
+    """attn-kata batch's fixed cost: the same command on a class of one (import torch, start the zygote)."""
+    empty = work / "one-student"
     (empty / "nobody").mkdir(parents=True, exist_ok=True)
     shutil.copy(ROOT / "solutions" / "dot_scores.py", empty / "nobody" / "dot_scores.py")
     t = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "grader", "batch", str(empty), "--out", str(work / "empty-out"), "-q"],
+    subprocess.run([sys.executable, "-m", "grader", "batch", str(empty), "--out", str(work / "one-out"), "-q"],
                    check=True, capture_output=True, cwd=ROOT)
     return time.perf_counter() - t
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("-n", type=int, default=24, help="submissions (default 24)")
+    ap.add_argument("--sizes", default="48,120,300", help="class sizes, comma-separated (default 48,120,300)")
+    ap.add_argument("-n", type=int, default=None, help="one class size instead of --sizes")
     ap.add_argument("--jobs", type=int, default=None, help="attn-kata batch --jobs (default: all cores)")
     ap.add_argument("--keep", type=Path, default=None, help="work here and keep the files")
     ap.add_argument("--skip-nbgrader", action="store_true")
-    ap.add_argument("--nbgrader-n", type=int, default=None,
-                    help="autograde only the first K of the N notebooks with nbgrader (its per-submission time "
-                         "is flat, ~5 s here, so a class of 300 need not take 25 minutes); default: all N")
+    ap.add_argument("--nbgrader-n", type=int, default=8,
+                    help="autograde the first K notebooks with nbgrader (default 8: its per-submission time is "
+                         "flat, ~3-5 s here, so a class of 300 need not take 20 minutes)")
     args = ap.parse_args()
+    sizes = [args.n] if args.n else sorted(int(x) for x in args.sizes.split(","))
     work = args.keep or Path(tempfile.mkdtemp(prefix="attn-bench-"))
     if args.keep:
         shutil.rmtree(work, ignore_errors=True)
         work.mkdir(parents=True)
     try:
-        a_wall, a_cpu = run_attn_kata(work, args.n, args.jobs)
-        print(f"cores: {os.cpu_count()}, submissions: {args.n}")
-        print(f"attn-kata batch : {a_wall:7.2f} s wall, {a_wall / args.n:6.3f} s/submission, "
-              f"CPU {a_cpu / args.n:6.3f} s/submission")
-        print(f"attn-kata batch, steady state (start-up excluded): {(a_wall - startup(work)) / args.n:6.3f} "
-              "s/submission")
+        everyone = submissions.make_class(work / "all", max(sizes), "ipynb")
+        print(f"cores: {os.cpu_count()}; notebooks of the 14 steps, every 4th with a bug")
+        print(f"attn-kata batch, fixed cost (a class of one): {startup(work):.2f} s")
+        per_sub = {}
+        for n in sizes:
+            subs = work / f"class-{n}"
+            subs.mkdir()
+            for p in everyone[:n]:
+                shutil.copy(p, subs / p.name)
+            wall, cpu = run_attn_kata(subs, work / f"out-{n}", n, args.jobs)
+            per_sub[n] = (wall / n, cpu / n)
+            print(f"attn-kata batch, N = {n:3d}: {wall:7.2f} s wall (start-up included), {wall / n:6.3f} s/submission,"
+                  f" CPU {cpu / n:6.3f} s/submission")
         if not args.skip_nbgrader:
-            k = min(args.n, args.nbgrader_n or args.n)
+            k = min(max(sizes), args.nbgrader_n)
             n_wall, n_cpu = run_nbgrader(work, k)
-            print(f"nbgrader autograde ({k} of them): {n_wall:7.2f} s wall, {n_wall / k:6.3f} s/submission, "
+            print(f"nbgrader autograde, a sample of {k}: {n_wall:7.2f} s wall, {n_wall / k:6.3f} s/submission, "
                   f"CPU {n_cpu / k:6.3f} s/submission")
-            print(f"ratio per submission (nbgrader / attn-kata, wall): {(n_wall / k) / (a_wall / args.n):.1f}x; "
-                  f"CPU: {(n_cpu / k) / (a_cpu / args.n):.1f}x")
+            for n in sizes:
+                print(f"ratio per submission at N = {n:3d} (nbgrader / attn-kata): wall "
+                      f"{(n_wall / k) / per_sub[n][0]:5.1f}x, CPU {(n_cpu / k) / per_sub[n][1]:5.1f}x")
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
