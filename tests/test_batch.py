@@ -448,3 +448,19 @@ def test_no_grading_process_is_an_infrastructure_error_not_a_score(tmp_path: Pat
     assert not list((tmp_path / "out").glob("reports/*.json"))
     with sqlite3.connect(tmp_path / "out" / "index.sqlite") as db:
         assert db.execute("SELECT COUNT(*) FROM results").fetchone()[0] == 0
+
+
+def test_the_end_of_batch_summary_speaks_the_instructors_language(tmp_path: Path) -> None:
+    d = tmp_path / "in"
+    d.mkdir()
+    (d / "amy.py").write_bytes(b"")
+    (d / "bo.py").write_bytes(b"def f(:\n    pass\n")
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    runs = {lang: subprocess.run([sys.executable, "-m", "grader", "--lang", lang, "batch", str(d), "--out",
+                                  str(tmp_path / f"out-{lang}")], cwd=ROOT, env=env, capture_output=True, text=True,
+                                 timeout=300) for lang in ("zh", "en")}
+    zh, en = runs["zh"], runs["en"]
+    assert zh.returncode == en.returncode == 1, zh.stderr  # two that could not be graded
+    assert "全班汇总" in zh.stdout and "2 份无法评分" in zh.stdout, zh.stdout
+    assert "class summary" not in zh.stdout and "could not be graded" not in zh.stdout
+    assert "class summary" in en.stdout and "2 could not be graded" in en.stdout, en.stdout

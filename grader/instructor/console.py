@@ -6,6 +6,8 @@ from pathlib import Path
 
 from rich.console import Console
 
+from grader import i18n
+from grader.i18n import _
 from grader.settings import DEFAULT_TIMEOUT
 
 
@@ -35,14 +37,18 @@ def batch(*, directory: str | Path, out: str | Path, jobs: int | None = None, re
         result = run_batch(directory=directory, out=out, jobs=jobs, resume=resume, secret=secret, timeout=timeout,
                            lang=lang, allow_weak_sandbox=allow_weak_sandbox, steps=steps)
     else:
-        bar = Progress(TextColumn("grading"), BarColumn(), MofNCompleteColumn(), Rate(), TimeElapsedColumn(),
-                       TextColumn("left"), TimeRemainingColumn(), console=console, transient=False)
+        with i18n.using(lang):
+            grading, left = _("grading"), _("left")
+        bar = Progress(TextColumn(grading), BarColumn(), MofNCompleteColumn(), Rate(), TimeElapsedColumn(),
+                       TextColumn(left), TimeRemainingColumn(), console=console, transient=False)
         state: dict = {}
 
         def start(total: int, done: int) -> None:
-            state["task"] = bar.add_task("grading", total=max(total - done, 0) or None)
+            state["task"] = bar.add_task(grading, total=max(total - done, 0) or None)
             if done:
-                console.print(f"resuming: {done} of {total} already graded", markup=False)
+                with i18n.using(lang):
+                    console.print(_("resuming: {done} of {total} already graded").format(done=done, total=total),
+                                  markup=False)
 
         def progress(n: int) -> None:
             bar.advance(state["task"], n)
@@ -51,22 +57,29 @@ def batch(*, directory: str | Path, out: str | Path, jobs: int | None = None, re
             result = run_batch(directory=directory, out=out, jobs=jobs, resume=resume, secret=secret,
                                timeout=timeout, lang=lang, start=start, progress=progress,
                                allow_weak_sandbox=allow_weak_sandbox, steps=steps)
-        print_summary(result, Console())
+        print_summary(result, Console(), lang)
     return result
 
 
-def print_summary(result, console: Console) -> None:  # type: ignore[no-untyped-def]
-    """The class summary and the end-of-batch list; every name and reason a student controls is escaped
+def print_summary(result, console: Console, lang: str = "en") -> None:  # type: ignore[no-untyped-def]
+    """The class summary and the end-of-batch list, in `lang`; every name and reason a student controls is escaped
     (grader.render.terminal): no markup parsed, no control sequence reaches the terminal."""
+    with i18n.using(lang):
+        _print_summary(result, console)
+
+
+def _print_summary(result, console: Console) -> None:  # type: ignore[no-untyped-def]
     from rich.table import Table
 
     from grader.render.terminal import plain, text
 
     s = result.summary
-    t = Table(title=f"class summary: {s['submissions']} graded, mean {s['mean'] if s['mean'] is not None else '–'}"
-                    f" / {s['max_score'] if s['max_score'] is not None else '–'}", title_justify="left")
-    for col in ("#", "step", "mean", "full marks", "most common failed check"):
-        t.add_column(col, justify="right" if col in ("#", "mean", "full marks") else "left")
+    t = Table(title=_("class summary: {n} graded, mean {mean} / {max}").format(
+        n=s["submissions"], mean=s["mean"] if s["mean"] is not None else "–",
+        max=s["max_score"] if s["max_score"] is not None else "–"), title_justify="left")
+    for col, right in (("#", True), (_("step"), False), (_("mean"), True), (_("full marks"), True),
+                       (_("most common failed check"), False)):
+        t.add_column(col, justify="right" if right else "left")
     for st in s["steps"]:
         top = st["most_common_failed_check"]
         t.add_row(str(st["number"]), st["id"],
@@ -74,14 +87,16 @@ def print_summary(result, console: Console) -> None:  # type: ignore[no-untyped-
                   f"{st['full_marks_share']:.0%}" if st["full_marks_share"] is not None else "–",
                   text(f"{top['name']} ({top['count']})") if top else "")
     console.print(t)
-    console.print(text(f"{result.total} submissions, {result.records} records ({result.graded_now} graded now, "
-                       f"{result.reused} from the index) in {result.seconds:.1f} s -> {result.out}"))
+    console.print(text(_("{total} submissions, {records} records ({now} graded now, {reused} from the index) in "
+                         "{seconds:.1f} s -> {out}").format(total=result.total, records=result.records,
+                                                            now=result.graded_now, reused=result.reused,
+                                                            seconds=result.seconds, out=result.out)))
     budget = [student for student, status in result.statuses.items() if status == "over_budget"]
     if budget:
-        console.print(text(f"{len(budget)} used up their time budget (graded on what finished): "
-                           + ", ".join(plain(b) for b in budget), style="yellow"))
+        console.print(text(_("{n} used up their time budget (graded on what finished): {names}").format(
+            n=len(budget), names=", ".join(plain(b) for b in budget)), style="yellow"))
     if result.not_graded:
-        console.print(text(f"{len(result.not_graded)} could not be graded:", style="red"))
+        console.print(text(_("{n} could not be graded:").format(n=len(result.not_graded)), style="red"))
         for student, reason in result.not_graded.items():
             status = result.statuses.get(student, "error")
             console.print(text(f"  {plain(student)}: {status}: {plain(reason)}"))
