@@ -78,6 +78,11 @@ def messy(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, subproc
     # hostile or broken
     os.mkfifo(d / "zed.py")  # would block a naive discovery forever
     _zip(d / "mallory_300_1_sub.zip", {"zoe_200_1_attention.py": b"x = 1\n"})  # forges a classmate's identity
+    (d / "zoe_200_1_attention.ipynb").write_text(submissions.notebook_source())  # ... who is in the class too
+    # honest code that prints 20 MB at import: its prints are capped, never an error
+    shutil.copytree(ROOT / "solutions", d / "loud", ignore=shutil.ignore_patterns("__pycache__"))
+    (d / "loud" / "dot_scores.py").write_text("print('x' * (20 << 20))\n"
+                                              + (ROOT / "solutions" / "dot_scores.py").read_text())
     (d / "eve[b]" / "[").mkdir(parents=True)  # rich markup in names: "[/b]" reaches the end-of-batch list
     (d / "eve[b]" / "[" / "b]one.ipynb").write_text(submissions.notebook_source())
     (d / "eve[b]" / "[" / "b]two.ipynb").write_text(submissions.notebook_source())
@@ -114,8 +119,8 @@ def messy(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, subproc
     return d, out, proc, time.monotonic() - t0
 
 
-HONEST_WORKSPACES = {"ann", "dan", "olga", "filler"}
-HONEST_NOTEBOOKS = {"pat", "quinn", "rita"}
+HONEST_WORKSPACES = {"ann", "dan", "olga", "filler", "loud"}
+HONEST_NOTEBOOKS = {"pat", "quinn", "rita", "zoe"}
 EXPECTED = {"zed": "rejected", "mallory": "graded", "bomb": "graded", "hang": "over_budget",
             "eve[b]": "ambiguous", f"{ESC}": "unreadable",
             "empty_folder": "empty", "hollow": "empty", "broken": "unreadable", "garbage": "unreadable",
@@ -134,7 +139,8 @@ def test_every_student_gets_exactly_one_record_with_the_right_status(messy) -> N
     assert proc.returncode == 1, proc.stderr[-3000:]  # some could not be graded: listed, exit 1
     rows = _rows(out)
     assert {k: r["status"] for k, r in rows.items()} == EXPECTED
-    assert "zoe" not in rows  # identity comes from the upload's own name
+    # identity comes from the upload's own name: mallory's zip names no one, the real zoe keeps her name
+    assert "zoe (2)" not in rows and rows["zoe"]["submission"] == "zoe_200_1_attention.ipynb"
     for name in EXPECTED:
         if EXPECTED[name] not in ("graded", "over_budget"):
             assert rows[name]["reason"], name
@@ -144,7 +150,7 @@ def test_every_student_gets_exactly_one_record_with_the_right_status(messy) -> N
     assert "not a regular file" in rows["zed"]["reason"]
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     assert summary["records"] == summary["total"] == len(EXPECTED)
-    assert summary["statuses"] == {"ambiguous": 1, "empty": 2, "graded": 9, "over_budget": 1, "rejected": 1,
+    assert summary["statuses"] == {"ambiguous": 1, "empty": 2, "graded": 11, "over_budget": 1, "rejected": 1,
                                    "too_large": 1, "unreadable": 5}
     assert {n["student"]: n["status"] for n in summary["not_graded"]} == {
         k: v for k, v in EXPECTED.items() if v not in ("graded", "over_budget")}
