@@ -43,6 +43,10 @@ DIAGNOSED: dict[str, dict[str, list[str]]] = {
     "mask_no_scale": {"causal_mask": ["scale_missing"]},
     "wrap_on_buggy_ca": {"causal_attention": ["scale_missing"]},
     "mha_combined_qkv_no_scale": {"multihead_attention": ["scale_missing"]},  # one combined q|k|v layer
+    # the new parametrisations' bugs (issue 12): recognised by behaviour, however the weights are held
+    "mha_qkv_param_no_scale": {"multihead_attention": ["scale_missing"]},  # one combined q|k|v Parameter
+    "ca_einsum_scores_transposed": {"causal_attention": ["query_key_swapped"]},  # raw Parameters, einsum
+    "mha_in_proj_merge_without_transpose": {"multihead_attention": ["heads_merge_without_transpose"]},  # in_proj
     "v1_scale_dk": {"self_attention_v1": ["scale_by_d_k"]},
     "mha_scale_d_out": {"multihead_attention": ["scale_wrong_dim"]},
     # mask filled with 0 instead of −inf

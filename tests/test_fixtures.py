@@ -31,7 +31,7 @@ CORRECT = FIXTURES / "correct"
 EXPECTED: dict[str, dict[str, dict]] = json.loads((FIXTURES / "expected.json").read_text(encoding="utf-8"))
 BUGGY_NAMES = sorted(p.stem for p in BUGGY.glob("*.py"))
 ALL_STEPS = {s.id for s in STEPS}
-SECRET = ""  # the default secret; outcomes must not depend on it (see the last test)
+SECRET = ""  # the default secret; outcomes must not depend on it (tests/test_secrets.py)
 
 # the steps each correct fixture defines (all of them must be fully passed, the rest not started)
 CORRECT_STEPS: dict[str, set[str]] = {
@@ -48,6 +48,17 @@ CORRECT_STEPS: dict[str, set[str]] = {
     "mha_in_proj.py": {"multihead_attention"},
     "renamed.py": {"self_attention_v1", "self_attention_v2", "causal_attention", "multihead_wrapper",
                    "multihead_attention"},
+    # written afresh (issue 12), one parametrisation each: none was tuned to the role matcher's tests
+    "p_einsum_raw.py": {"causal_attention", "multihead_attention"},
+    "p_qkv_param.py": {"causal_attention", "multihead_attention"},
+    "p_qkv_linear_sdpa.py": {"causal_attention", "multihead_attention"},
+    "p_sdpa_float_mask.py": {"causal_attention", "multihead_attention"},
+    "p_head_modules.py": {"multihead_attention"},
+    "p_renamed_projections.py": {"self_attention_v2", "causal_attention", "multihead_wrapper", "multihead_attention"},
+    "p_renamed_ctor.py": {"self_attention_v1", "self_attention_v2", "causal_attention", "multihead_wrapper",
+                          "multihead_attention"},
+    "p_in_proj_style.py": {"causal_attention", "multihead_attention"},
+    "p_linear_params.py": {"causal_attention", "multihead_attention"},
 }
 
 
@@ -272,23 +283,6 @@ def test_exercises_are_not_started() -> None:
     assert {s.id for s in report.steps} == ALL_STEPS
     assert all(s.status == "not_started" and s.score == 0 for s in report.steps)
     assert report.score == 0
-
-
-# ---------------------------------------------------------------- independence from the secret
-
-SECRET_SENSITIVE = ["drop_keep_prob", "softmax_global_max", "mask_fill_zero", "v1_param_order",
-                    "wrap_on_buggy_ca", "tr_transpose_if_shapes_differ",
-                    # bugs that a coincidence of sizes would hide (the hidden sizes are drawn pairwise distinct,
-                    # never the book's 6 tokens): hard-coded 6 tokens or context_length, a scale by the wrong size
-                    "dot_six_tokens", "wrap_context_length_6", "mask_no_scale", "v1_scale_dk", "mha_scale_d_out",
-                    "ca_dk_hardcoded", "mha_combined_qkv_no_scale", "mha_sdpa_mask_inverted"]
-OTHER_SECRETS = ["another term's secret", "term 2", "term 3"]
-
-
-@pytest.mark.parametrize("secret", OTHER_SECRETS)
-@pytest.mark.parametrize("name", SECRET_SENSITIVE)
-def test_outcome_does_not_depend_on_the_secret(name: str, secret: str) -> None:
-    assert outcome(graded(str(BUGGY / f"{name}.py"), secret)) == EXPECTED[name]
 
 
 # ---------------------------------------------------------------- the dropout average is a sound statistical test

@@ -3,11 +3,18 @@ reference's linear maps, gradients come back in the grader's names, and what can
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 import torch.nn as nn
 
+from grader.checks import structure
+from grader.grading.engine import grade
+from grader.i18n import translate
 from grader.worker import probes, roles
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "buggy"
 
 D_IN, D_OUT, HEADS = 3, 8, 2
 
@@ -152,3 +159,50 @@ def test_a_plain_list_of_heads_gets_its_one_cause() -> None:
 ])
 def test_names_say_their_role(name: str, kinds: list[str] | None) -> None:
     assert roles.kinds_of(name) == kinds
+
+
+# ---------------------------------------------------------------- one cause, said once (graded end to end)
+
+SILENT_MHA = '''
+import torch
+import torch.nn as nn
+
+
+class MultiHeadAttention(nn.Module):  # right, but a, b, c say nothing of query, key and value
+    def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
+        super().__init__()
+        assert d_out % num_heads == 0
+        self.d_out, self.num_heads, self.head_dim = d_out, num_heads, d_out // num_heads
+        self.a, self.b, self.c = (nn.Linear(d_in, d_out, bias=qkv_bias) for _ in range(3))
+        self.d = nn.Linear(d_out, d_out)
+        self.dropout = nn.Dropout(dropout)
+        self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1))
+
+    def forward(self, x):
+        b, n, _ = x.shape
+        q, k, v = (m(x).view(b, n, self.num_heads, self.head_dim).transpose(1, 2) for m in (self.a, self.b, self.c))
+        s = (q @ k.transpose(2, 3)).masked_fill(self.mask.bool()[:n, :n], -torch.inf)
+        w = self.dropout(torch.softmax(s / self.head_dim ** 0.5, dim=-1))
+        return self.d((w @ v).transpose(1, 2).contiguous().view(b, n, self.d_out))
+'''
+
+
+def _said_once(path: Path, step: str, cause: str, lang: str = "en") -> None:
+    """Exactly one check of `step` says `cause`; every other check that fails points to it, in `lang`."""
+    result = next(s for s in grade(path, steps=[step], lang=lang).steps if s.id == step)
+    failed = [c for c in result.checks if not c.passed]
+    home = [c for c in failed if cause in c.message]
+    assert len(home) == 1, [c.message for c in failed]
+    pointer = translate(lang, structure.SKIPPED).format(check=home[0].name)
+    assert all(c.message == pointer for c in failed if c is not home[0]), [c.message for c in failed]
+    assert len(failed) >= 4 and result.score == 0
+
+
+def test_parameters_that_match_no_role_are_named_once(tmp_path: Path) -> None:
+    (tmp_path / "silent.py").write_text(SILENT_MHA, encoding="utf-8")
+    _said_once(tmp_path / "silent.py", "multihead_attention", "no parameter of yours could be matched to")
+    _said_once(tmp_path / "silent.py", "multihead_attention", "a.weight", lang="zh")
+
+
+def test_a_plain_list_of_heads_is_said_once() -> None:
+    _said_once(FIXTURES / "wrap_plain_list.py", "multihead_wrapper", "plain Python list")

@@ -51,9 +51,64 @@ def _cases(g: Gen) -> dict[str, Case]:
     drop.probe, drop.params = "dropout_average", {"cls": CLS, "ctor": drop.params["ctor"], "copies": DROPOUT_COPIES}
     drop.inputs["w.W_value.weight"] = drop.inputs["w.W_value.weight"] * 6  # outputs well away from 0
     c["dropout"] = drop
+    c |= _placement(g)
     c["book"] = book(CLS, g, {"d_in": 3, "d_out": 2, "context_length": 6, "dropout": 0.0}, 123,
                      torch.stack((book_inputs(), book_inputs()), dim=0))  # (2, 6, 3)
     return c
+
+
+# dropout's placement, seen exactly: the inputs are the identity (x = I, d_in = num_tokens) and W_value stacks I over
+# 2I, so the values are [I | 2I] and the context vectors are [A | 2A], A the attention weights: in training mode each
+# weight must be dropped (0) or kept and scaled by 1/(1−p), and its two copies together; dropout on the scores,
+# the values or the context vectors breaks one of the two, under every secret (the sizes are fixed)
+PLACE_TOKENS, PLACE_COPIES, PLACE_P = 4, 32, 0.5
+
+
+def _placement(g: Gen) -> dict[str, Case]:
+    n = PLACE_TOKENS
+    ctor = {"d_in": n, "d_out": 2 * n, "context_length": n, "dropout": PLACE_P}  # a mask not cut costs another point
+    weights = linear_shapes("", n, 2 * n)
+    eye = torch.eye(n)
+    cases = {name: module(CLS, g, ctor, weights, eye.expand(copies, n, n).contiguous(), train=train)
+             for name, copies, train in (("place_eval", 1, False), ("place", PLACE_COPIES, True))}
+    for k in ("w.W_query.weight", "w.W_key.weight"):  # the same attention weights in both cases
+        cases["place"].inputs[k] = cases["place_eval"].inputs[k]
+    for case in cases.values():
+        case.inputs["w.W_value.weight"] = torch.cat((eye, 2 * eye))
+    return cases
+
+
+def _placed_on_the_weights(r: Outcome) -> None:
+    """Training mode with x = I: every attention weight dropped or kept × 1/(1−p), both of its copies alike."""
+    n = PLACE_TOKENS
+    ev = expect.tensor(r.got("place_eval"), _("eval output"))
+    expect.close(ev, r.want("place_eval"), _("eval-mode output with dropout=0.5"), DIMS)
+    tr = expect.tensor(r.got("place"), _("training output"))
+    expect.shape(tr, r.want("place").shape, _("training output"), DIMS)
+    w = ev[0, :, :n].to(torch.float64)  # the learner's own attention weights (equal to the reference's)
+    a, b = tr[..., :n].to(torch.float64), tr[..., n:].to(torch.float64) / 2
+    tol = 1e-5 + 1e-4 * w.abs()
+
+    def pattern(scale: float) -> tuple[torch.Tensor, torch.Tensor]:
+        """Per copy of each weight: kept (× scale) or dropped (0)."""
+        kept = ((a - w * scale).abs() <= tol) & ((b - w * scale).abs() <= tol)
+        return kept, (a.abs() <= tol) & (b.abs() <= tol)
+
+    kept, dropped = pattern(1 / (1 - PLACE_P))
+    expect.true(not bool(pattern(1.0)[0].all()), _("training mode with dropout=0.5 gave the eval output: "
+                "is self.dropout applied to the attention weights?"))
+    kept1, dropped1 = pattern(1.0)
+    expect.true(not bool((kept1 | dropped1).all()), _(
+        "dropout does not rescale the kept attention weights: they must be multiplied by 1/(1−p)"))
+    one_a = ((a - w / (1 - PLACE_P)).abs() <= tol) | (a.abs() <= tol)
+    one_b = ((b - w / (1 - PLACE_P)).abs() <= tol) | (b.abs() <= tol)
+    expect.true(bool((one_a & one_b).all()), _(
+        "in training mode the attention weights must each be dropped (0) or kept and scaled by 1/(1−p); "
+        "yours are changed otherwise: apply dropout to the attention weights, after the softmax (not to the "
+        "scores before it)"))
+    expect.true(bool((kept | dropped).all()), _(
+        "dropout acts on something other than the attention weights (the values or the context vectors): apply "
+        "self.dropout to attn_weights, after the softmax and before multiplying by the values"))
 
 
 @check(STEP, N_("matches the reference on a batch of 2 with d_in ≠ d_out"))
@@ -102,6 +157,7 @@ def _check(r: Outcome) -> None:
     expect.shape(sample, r.want("dropout", "sample").shape, _("training output"), DIMS)
     expect.true(not torch.allclose(sample[0], ev[0]), _("training mode with dropout=0.5 gave the eval output: "
                 "is self.dropout applied to the attention weights?"))
+    _placed_on_the_weights(r)
     expect.shape(mean, spread.shape, _("mean training output"), DIMS)
     copies = int(r.case_specs["dropout"].params["copies"])
     expect.true(dropout_mean_close(mean, ev, spread, copies),

@@ -11,6 +11,8 @@ from grader.i18n import N_, _
 STEP = "multihead_attention"
 CLS = "MultiHeadAttention"
 DIMS = ("batch", "num_tokens", "d_out")
+# where a structural cause is said once (grader.checks.structure)
+STRUCTURE_CHECK = N_("W_query/W_key/W_value (d_in → d_out), out_proj (d_out → d_out), head_dim = d_out // num_heads")
 REJECTIONS = ("AssertionError", "ValueError")  # what a constructor may raise for d_out % num_heads != 0
 
 
@@ -46,7 +48,7 @@ def _cases(g: Gen) -> dict[str, Case]:
     }
 
 
-@check(STEP, N_("W_query/W_key/W_value (d_in → d_out), out_proj (d_out → d_out), head_dim = d_out // num_heads"))
+@check(STEP, STRUCTURE_CHECK)
 def _check(r: Outcome) -> None:
     # by role, not by name (grader.worker.roles): a combined qkv, raw Parameters, per-head modules, in_proj_weight
     # and other names pass; the weights could not be matched otherwise, and the case says why

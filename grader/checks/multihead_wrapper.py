@@ -12,6 +12,8 @@ from grader.i18n import N_, _
 STEP = "multihead_wrapper"
 CLS = "MultiHeadAttentionWrapper"
 DIMS = ("batch", "num_tokens", "num_heads * d_out")
+# where a structural cause is said once (grader.checks.structure)
+STRUCTURE_CHECK = N_("heads is an nn.ModuleList of num_heads independent heads")
 
 
 @cases(STEP)
@@ -25,7 +27,7 @@ def _cases(g: Gen) -> dict[str, Case]:
     return c
 
 
-@check(STEP, N_("heads is an nn.ModuleList of num_heads independent heads"))
+@check(STEP, STRUCTURE_CHECK)
 def _check(r: Outcome) -> None:
     s = r.got("fwd", "structure")
     expect.true(s["heads_type"] == "ModuleList", _("self.heads is {type}, expected nn.ModuleList "

@@ -9,6 +9,8 @@ from grader.i18n import N_, _
 STEP = "self_attention_v1"
 CLS = "SelfAttention_v1"
 DIMS = ("num_tokens", "d_out")
+# where a structural cause is said once (grader.checks.structure)
+STRUCTURE_CHECK = N_("W_query, W_key, W_value are nn.Parameters of shape (d_in, d_out)")
 
 
 @cases(STEP)
@@ -28,7 +30,7 @@ def _cases(g: Gen) -> dict[str, Case]:
     }
 
 
-@check(STEP, N_("W_query, W_key, W_value are nn.Parameters of shape (d_in, d_out)"))
+@check(STEP, STRUCTURE_CHECK)
 def _check(r: Outcome) -> None:
     s = r.got("single", "structure")
     want = r.want("single", "structure")["params"]

@@ -9,6 +9,8 @@ from grader.i18n import N_, _
 STEP = "self_attention_v2"
 CLS = "SelfAttention_v2"
 DIMS = ("num_tokens", "d_out")
+# where a structural cause is said once (grader.checks.structure)
+STRUCTURE_CHECK = N_("W_query, W_key, W_value are nn.Linear(d_in, d_out), without bias by default")
 
 
 @cases(STEP)
@@ -28,15 +30,17 @@ def _cases(g: Gen) -> dict[str, Case]:
     }
 
 
-@check(STEP, N_("W_query, W_key, W_value are nn.Linear(d_in, d_out), without bias by default"))
+@check(STEP, STRUCTURE_CHECK)
 def _check(r: Outcome) -> None:
     s = r.got("single", "structure")
     for name in ("W_query", "W_key", "W_value"):  # by role: the layer may have another name, or be combined
-        owners = [o for _n, o, _t in s["roles"].get(f"{name}.weight", [])]
-        kind = next((o for o in owners if o != "Linear"), None) or (owners and "Linear")
-        expect.true(kind == "Linear",
-                    _("`{name}` is {kind}, expected nn.Linear(d_in, d_out)").format(name=name, kind=kind) if kind
-                    else _("`{name}` is missing, expected nn.Linear(d_in, d_out)").format(name=name))
+        played = s["roles"].get(f"{name}.weight", [])
+        other = next(((p, o) for p, o, _t in played if o != "Linear"), None)
+        expect.true(bool(played), _("`{name}` is missing, expected nn.Linear(d_in, d_out)").format(name=name))
+        # a raw nn.Parameter is owned by the module itself: say which of the learner's parameters plays the role
+        expect.true(other is None, _("`{name}` is your parameter `{param}` (held by {owner}, not by an nn.Linear "
+                                     "layer): this step builds the projections with nn.Linear(d_in, d_out)").format(
+            name=name, param=other[0] if other else "", owner=other[1] if other else ""))
     extra = s["unused"]
     expect.true(not extra, _("unexpected parameters {names}: qkv_bias=False means bias=False").format(
         names=", ".join(extra)))

@@ -12,7 +12,7 @@ from typing import Any
 import torch
 
 from grader import checks, i18n
-from grader.checks import Case, CaseResult, Outcome
+from grader.checks import Case, CaseResult, Outcome, structure
 from grader.grading import diagnose, ingest, static
 from grader.grading.report import CheckResult, Report, StepResult, clean
 from grader.grading.runner import run_jobs
@@ -301,8 +301,11 @@ def judge(collected: list[Collected], *, secret: str | None = None) -> list[Repo
         results = dict(col.results)
         for sid in col.learner:
             v = verdicts[f"{i}::{sid}"]
-            crs = [CheckResult(i18n.translate(col.lang, c.name), c.points if v[c.key][0] else 0.0, c.points,
-                               v[c.key][0], v[c.key][1]) for c in checks.CHECKS[sid]]
+            specs = checks.CHECKS[sid]
+            # a structural cause (heads in a plain list, parameters that match no role) is said once (issue 12)
+            said = structure.first(sid, [c.name for c in specs], [v[c.key] for c in specs], col.learner[sid], col.lang)
+            crs = [CheckResult(i18n.translate(col.lang, c.name), c.points if ok else 0.0, c.points, ok, msg)
+                   for c, (ok, msg) in zip(specs, said, strict=True)]
             score = sum(c.score for c in crs)
             total = sum(c.max_score for c in crs)
             status = "passed" if score == total else "failed" if score == 0 else "partial"

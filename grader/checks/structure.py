@@ -1,0 +1,55 @@
+"""Structural causes first (issue 12): one message for one cause.
+
+When a module's structure stops the probes before anything runs (heads in a plain Python list, parameters that
+cannot be matched to the reference's roles, a parameter of the wrong shape), every case built on it fails the same
+way, and so does every check that reads one of them. The learner should read that cause once, on the step's
+structure check, and not five times: the other checks that fail with the same words, or only because no output
+could be compared (Outcome.require_work), are reported as skipped, pointing at it. Their score is 0 either way.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from grader.checks import CaseResult
+from grader.i18n import N_, _, translate, using
+
+# a step's structure check: where the structural cause is said in full (else the first check that says it)
+STRUCTURE_ATTR = "STRUCTURE_CHECK"
+SKIPPED = N_("skipped: see “{check}” (the same cause)")
+VOUCH = N_("`{key}` is reported by your own code, so it counts once some outputs are right: fix those first")
+NO_WORK = N_("no output of this step matches the reference yet, so this property earns nothing on its own: make "
+             "the outputs right first")
+
+
+def structure_check(step: str) -> str | None:
+    """The msgid of `step`'s structure check, if its module names one."""
+    return getattr(importlib.import_module(f"grader.checks.{step}"), STRUCTURE_ATTR, None)
+
+
+def first(step: str, names: list[str], verdicts: list[tuple[bool, str]], cases: dict[str, CaseResult],
+          lang: str) -> list[tuple[bool, str]]:
+    """`verdicts` (passed, message) of the checks `names` (msgids, in order), with a structural cause said once."""
+    with using(lang):
+        causes = {r.text() for r in cases.values() if r.status == "wrong_type"}
+        no_work = _(NO_WORK)
+        before, _key, after = _(VOUCH).partition("{key}")
+
+    def consequence(msg: str) -> bool:
+        """Failed only because no output could be compared: no work shown, so no fact believed."""
+        vouch = msg.startswith(before) and msg.endswith(after) and len(msg) < len(before + after) + 40
+        return msg == no_work or vouch
+
+    repeated = [m for m in causes if sum(not ok and msg == m for ok, msg in verdicts) >= 2]
+    if not repeated:
+        return verdicts
+    preferred = structure_check(step)
+    order = sorted(range(len(names)), key=lambda i: names[i] != preferred)  # the structure check first
+    out = list(verdicts)
+    for cause in repeated:
+        home = next(i for i in order if not verdicts[i][0] and verdicts[i][1] == cause)
+        skipped = translate(lang, SKIPPED).format(check=translate(lang, names[home]))
+        for i, (ok, msg) in enumerate(verdicts):
+            if i != home and not ok and (msg == cause or consequence(msg)):
+                out[i] = (False, skipped)
+    return out
