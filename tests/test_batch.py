@@ -463,4 +463,6 @@ def test_the_end_of_batch_summary_speaks_the_instructors_language(tmp_path: Path
     assert zh.returncode == en.returncode == 1, zh.stderr  # two that could not be graded
     assert "全班汇总" in zh.stdout and "2 份无法评分" in zh.stdout, zh.stdout
     assert "class summary" not in zh.stdout and "could not be graded" not in zh.stdout
+    assert "提交中没有代码" in zh.stdout and "每个文件都有语法错误" in zh.stdout  # the reasons, too
+    assert "no code in the submission" in en.stdout and "syntax error in every file" in en.stdout
     assert "class summary" in en.stdout and "2 could not be graded" in en.stdout, en.stdout

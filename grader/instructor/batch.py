@@ -313,9 +313,10 @@ def run_batch(*, directory: str | Path, out: str | Path, jobs: int | None = None
     if not resume:  # the zygote imports torch (~1.4 s) while this process discovers, screens and opens the index
         _start_zygote()
     try:
-        entries = discover(directory, staging)
-        # a result is indexed for the steps it covers, too
-        screen_entries(entries, version, shash, f"{lang}:{','.join(steps)}" if steps else lang)
+        with i18n.using(lang):  # the reasons for what cannot be graded, in the batch's language
+            entries = discover(directory, staging)
+            # a result is indexed for the steps it covers, too
+            screen_entries(entries, version, shash, f"{lang}:{','.join(steps)}" if steps else lang)
         index = Index(out / "index.sqlite")
         try:
             if not resume:
@@ -349,7 +350,7 @@ def screen_entries(entries: list[Entry], version: str, shash: str, lang: str) ->
         try:
             e.content_hash = content_hash(e.path)
         except OSError as exc:
-            e.status, e.rejected = UNREADABLE, f"could not be read ({exc.strerror or exc})"
+            e.status, e.rejected = UNREADABLE, _("could not be read ({error})").format(error=exc.strerror or exc)
             continue
         e.status, e.rejected = screen(e.path)
         if not e.rejected:
@@ -366,9 +367,9 @@ def screen(path: Path) -> tuple[str, str]:
         return (TOO_LARGE if exc.kind == "too_large" else UNREADABLE), str(exc)
     units = [u for u in sub.units if u.source.strip()]
     if not units:
-        return EMPTY, "no code in the submission"
+        return EMPTY, _("no code in the submission")
     if all("\x00" in u.source for u in units):
-        return UNREADABLE, "a binary file, not Python source"
+        return UNREADABLE, _("a binary file, not Python source")
     errors = []
     for u in units:
         try:
@@ -378,7 +379,8 @@ def screen(path: Path) -> tuple[str, str]:
         except (ValueError, RecursionError, MemoryError) as exc:
             errors.append(f"{u.label}: {type(exc).__name__}")
     if len(errors) == len(units):
-        return UNREADABLE, "syntax error in every file (" + errors[0] + (")" if len(errors) == 1 else ", …)")
+        first = errors[0] if len(errors) == 1 else errors[0] + ", …"
+        return UNREADABLE, _("syntax error in every file ({first})").format(first=first)
     return "", ""
 
 

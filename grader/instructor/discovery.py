@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from grader.i18n import _
 from grader.registry import STEPS
 
 SUFFIXES = (".py", ".ipynb")
@@ -144,7 +145,7 @@ def locate(folder: Path, staging: Path | None = None, budget: Budget | None = No
     items = list(walk(folder))
     links = [p for p, k in items if k == "link"]
     if links:
-        return Found(None, REJECTED, f"contains a symbolic link ({links[0].relative_to(folder)})")
+        return Found(None, REJECTED, _("contains a symbolic link ({path})").format(path=links[0].relative_to(folder)))
     if is_workspace(folder):
         return Found(folder)
     dirs = [p for p, k in items if k == "dir" and is_workspace(p)]
@@ -152,28 +153,29 @@ def locate(folder: Path, staging: Path | None = None, budget: Budget | None = No
         top = min(len(d.relative_to(folder).parts) for d in dirs)
         shallow = [d for d in dirs if len(d.relative_to(folder).parts) == top]
         if len(shallow) > 1:
-            return Found(None, AMBIGUOUS, "several workspaces: " + ", ".join(
-                str(d.relative_to(folder)) for d in shallow[:4]))
+            return Found(None, AMBIGUOUS, _("several workspaces: {paths}").format(paths=", ".join(
+                str(d.relative_to(folder)) for d in shallow[:4])))
         return Found(shallow[0])
     files = [p for p, k in items if k == "file"]
     for suffix in (".ipynb", ".py", ".zip"):
         hits = [f for f in files if f.suffix.lower() == suffix]
         if len(hits) > 1:
-            return Found(None, AMBIGUOUS, f"several {suffix} files: " + ", ".join(
-                str(f.relative_to(folder)) for f in hits[:4]))
+            return Found(None, AMBIGUOUS, _("several {suffix} files: {paths}").format(suffix=suffix, paths=", ".join(
+                str(f.relative_to(folder)) for f in hits[:4])))
         if hits and suffix != ".zip":
             return Found(hits[0])
         if hits:
             if staging is None:
-                return Found(None, REJECTED, f"an archive ({hits[0].name}): upload its files instead")
+                return Found(None, REJECTED,
+                             _("an archive ({name}): upload its files instead").format(name=hits[0].name))
             return open_archive(hits[0], staging, budget or Budget(), depth)
-    return Found(None, EMPTY, "no .py or .ipynb file")
+    return Found(None, EMPTY, _("no .py or .ipynb file"))
 
 
 def open_archive(archive: Path, staging: Path, budget: Budget, depth: int = 0) -> Found:
     """Extract one student's archive (within their budget) and locate the submission inside it."""
     if depth >= MAX_ZIP_DEPTH:
-        return Found(None, REJECTED, "an archive nested too deep")
+        return Found(None, REJECTED, _("an archive nested too deep"))
     dest = staging / hashlib.sha256(str(archive).encode()).hexdigest()[:16]
     shutil.rmtree(dest, ignore_errors=True)
     budget.staged.append(dest)
@@ -181,7 +183,7 @@ def open_archive(archive: Path, staging: Path, budget: Budget, depth: int = 0) -
         safe_extract(archive, dest, budget)
     except UnsafeArchive as exc:
         shutil.rmtree(dest, ignore_errors=True)
-        return Found(None, REJECTED, f"unsafe or unreadable archive: {exc}")
+        return Found(None, REJECTED, _("unsafe or unreadable archive: {reason}").format(reason=exc))
     return locate(dest, staging, budget, depth + 1)
 
 
@@ -193,12 +195,12 @@ def safe_extract(archive: Path, dest: Path, budget: Budget | None = None) -> Non
     try:
         raw = open(read_fd(archive), "rb")  # noqa: SIM115 - closed below
     except OSError as exc:
-        raise UnsafeArchive(f"not a readable zip archive ({exc})") from None
+        raise UnsafeArchive(_("not a readable zip archive ({error})").format(error=exc)) from None
     with raw:
         try:
             zf = zipfile.ZipFile(raw)
         except (zipfile.BadZipFile, OSError, ValueError) as exc:
-            raise UnsafeArchive(f"not a readable zip archive ({exc})") from None
+            raise UnsafeArchive(_("not a readable zip archive ({error})").format(error=exc)) from None
         with zf:
             _extract(zf, dest, budget)
 
@@ -207,25 +209,26 @@ def _extract(zf: zipfile.ZipFile, dest: Path, budget: Budget) -> None:
     infos = zf.infolist()
     budget.count += len(infos)
     if budget.count > budget.members:
-        raise UnsafeArchive(f"{budget.count} members; the limit is {budget.members}")
+        raise UnsafeArchive(_("{n} members; the limit is {limit}").format(n=budget.count, limit=budget.members))
     packed = sum(i.compress_size for i in infos)
     for info in infos:
         name = info.filename
         mode = info.external_attr >> 16
         parts = name.replace("\\", "/").split("/")
         if name.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:", name) or ".." in parts or "\x00" in name:
-            raise UnsafeArchive(f"member {name!r} points outside the archive (path traversal)")
+            raise UnsafeArchive(_("member {name} points outside the archive (path traversal)").format(name=repr(name)))
         if stat.S_ISLNK(mode):
-            raise UnsafeArchive(f"member {name!r} is a symbolic link")
+            raise UnsafeArchive(_("member {name} is a symbolic link").format(name=repr(name)))
         if info.flag_bits & 0x1:
-            raise UnsafeArchive(f"member {name!r} is encrypted")
+            raise UnsafeArchive(_("member {name} is encrypted").format(name=repr(name)))
     root = dest.resolve()
     dest.mkdir(parents=True, exist_ok=True)
     total = 0
     for info in infos:
         target = (dest / info.filename.replace("\\", "/")).resolve()
         if root != target and root not in target.parents:
-            raise UnsafeArchive(f"member {info.filename!r} points outside the archive (path traversal)")
+            raise UnsafeArchive(_("member {name} points outside the archive (path traversal)").format(
+                name=repr(info.filename)))
         if info.is_dir():
             target.mkdir(parents=True, exist_ok=True)
             continue
@@ -238,21 +241,25 @@ def _extract(zf: zipfile.ZipFile, dest: Path, budget: Budget) -> None:
                     total += len(chunk)
                     budget.used += len(chunk)
                     if written > MAX_MEMBER_BYTES:
-                        raise UnsafeArchive(f"member {info.filename!r} expands past {MAX_MEMBER_BYTES} bytes")
+                        raise UnsafeArchive(_("member {name} expands past {limit} bytes").format(
+                            name=repr(info.filename), limit=MAX_MEMBER_BYTES))
                     if budget.used > budget.total:
-                        raise UnsafeArchive(f"the upload expands past {budget.total} bytes (zip bomb?)")
+                        raise UnsafeArchive(_("the upload expands past {limit} bytes (zip bomb?)").format(
+                            limit=budget.total))
                     if total > (1 << 20) and total > MAX_RATIO * max(packed, 1):
-                        raise UnsafeArchive(f"the archive expands more than {MAX_RATIO}x (zip bomb?)")
+                        raise UnsafeArchive(_("the archive expands more than {ratio}x (zip bomb?)").format(
+                            ratio=MAX_RATIO))
                     dst.write(chunk)
         except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError, RuntimeError) as exc:
-            raise UnsafeArchive(f"member {info.filename!r} could not be read ({exc})") from None
+            raise UnsafeArchive(_("member {name} could not be read ({error})").format(
+                name=repr(info.filename), error=exc)) from None
 
 
 def read_fd(path: Path) -> int:
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
-        raise OSError(f"{path.name} is not a regular file")
+        raise OSError(_("{name} is not a regular file").format(name=path.name))
     return fd
 
 
@@ -270,9 +277,9 @@ def upload(student: str, source: str, path: Path, staging: Path) -> Entry:
     """Exactly one entry for one student's upload (a folder, a file or an archive), named by the upload."""
     k = kind(path)
     if k == "link":
-        return Entry(student, source, rejected="is a symbolic link", status=REJECTED)
+        return Entry(student, source, rejected=_("is a symbolic link"), status=REJECTED)
     if k == "other":
-        return Entry(student, source, rejected="is not a regular file", status=REJECTED)
+        return Entry(student, source, rejected=_("is not a regular file"), status=REJECTED)
     if k == "file" and path.suffix.lower() == ".zip":
         found = open_archive(path, staging, Budget())
     elif k == "file":
