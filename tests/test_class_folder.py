@@ -172,6 +172,10 @@ def test_honest_students_get_full_marks_in_every_shape(messy) -> None:
         assert all(steps[s]["status"] == "passed" for s in submissions.ORDER), (name, steps)
         assert reports[name]["score"] == reports["pat"]["score"]
     assert rows["ann"]["submission"] == "ann/project/exercises"
+    # loud's 20 MB of prints were capped: said once in its report, and only there
+    loud = json.loads((out / "reports" / "loud.json").read_text(encoding="utf-8"))
+    assert loud["notes"].count("printed output over 1 MiB was dropped") == 1, loud["notes"]
+    assert not any("dropped" in n for r in reports.values() if r is not reports.get("loud") for n in r["notes"])
 
 
 def test_feedback_names_the_one_real_problem_once(messy) -> None:

@@ -204,7 +204,9 @@ def _collect(path: str | Path, *, steps: Iterable[str] | None, secret: str | Non
                     raise WeakSandbox(_("this machine's sandbox lacks what grading with a secret needs: {layers} "
                                         "(see `attn-kata doctor`; --allow-weak-sandbox grades anyway)").format(
                         layers=", ".join(missing)))
-                names, errors = wire.validate_hello(worker.hello(left))
+                hello = worker.hello(left)
+                names, errors = wire.validate_hello(hello)
+                _note_dropped(col, hello)
             except (WorkerLost, wire.Malformed) as exc:
                 reason = DETAIL_FOR_LOSS.get(getattr(exc, "reason", ""), "no_result")
                 msg = _("importing the submission failed: {detail}").format(detail=getattr(exc, "detail", exc))
@@ -245,6 +247,7 @@ def _collect(path: str | Path, *, steps: Iterable[str] | None, secret: str | Non
                         col.results[step.id] = _blank(step, "error", DETAIL_FOR_LOSS[exc.reason], msg, lang)
                         todo = phase[i + 1:] + [s for later in phases[p + 1:] for s in later]
                         break
+                    _note_dropped(col, doc)
                     cases = _parse_response(plans[step.id], tensors, doc)
                     if all(r.status == "not_started" for r in cases.values()):
                         col.results[step.id] = _blank(step, "not_started", "not_implemented",
@@ -256,6 +259,13 @@ def _collect(path: str | Path, *, steps: Iterable[str] | None, secret: str | Non
         finally:
             worker.close()
     return col
+
+
+def _note_dropped(col: Collected, doc: Any) -> None:
+    """Say once that the learner's prints went over the worker's cap (grader.sandbox.confine.CappedOutput)."""
+    note = _("printed output over 1 MiB was dropped")
+    if isinstance(doc, dict) and doc.get("output_dropped") is True and note not in col.notes:
+        col.notes.append(note)
 
 
 def _detail(cases: dict[str, CaseResult], lang: str = "en") -> tuple[str, str]:

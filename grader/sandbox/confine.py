@@ -176,6 +176,7 @@ class CappedOutput(io.TextIOBase):
 
     def __init__(self, fd: int, cap: int):
         self._fd, self._left = fd, cap
+        self.dropped = False  # some output went over the cap: the report says so (grader.grading.engine)
 
     def writable(self) -> bool:
         return True
@@ -183,6 +184,7 @@ class CappedOutput(io.TextIOBase):
     def write(self, s: str) -> int:
         data = str(s).encode("utf-8", "replace")
         keep = data[:max(self._left, 0)]
+        self.dropped = self.dropped or len(keep) < len(data)
         if keep:
             try:
                 os.write(self._fd, keep)

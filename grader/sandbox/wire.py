@@ -51,10 +51,10 @@ FACT_TYPES: dict[str, Any] = {
     "v1_param_types": {"map": str},
 }
 
-HELLO_KEYS = frozenset({"names", "errors", "layers", "cpu"})
+HELLO_KEYS = frozenset({"names", "errors", "layers", "cpu", "output_dropped"})
 ERROR_KEYS = frozenset({"exception", "message", "where", "cells"})
 WHERE_KEYS = frozenset({"file", "line", "code"})
-ANSWER_KEYS = frozenset({"cases", "cpu"})
+ANSWER_KEYS = frozenset({"cases", "cpu", "output_dropped"})
 CASE_KEYS = frozenset({"status", "facts", "message", "msgid", "params", "exception", "where", "ms"})
 
 

@@ -205,6 +205,7 @@ def serve(sock: socket.socket) -> None:
     _, setup = channel.decode(channel.recv_msg(sock))
     cpu = {"forked": time.process_time()}  # where a worker's CPU goes: benchmarks/bench_grade.py prints it
     sandbox.confine(setup.get("config") or {})
+    printed = sys.stdout  # the capped output, taken before any learner code could replace it
     cpu["confined"] = time.process_time()
     # the layers, sent before a line of the submission runs: what the learner's code sends later on this
     # channel can never claim (or deny) a layer
@@ -216,7 +217,7 @@ def serve(sock: socket.socket) -> None:
              for name, obj in ns.items()}
     cpu["loaded"] = time.process_time()
     channel.send_msg(sock, channel.encode({}, {"names": kinds, "errors": errors, "layers": sandbox.LAYERS,
-                                               "cpu": cpu}))
+                                               "cpu": cpu, "output_dropped": _dropped(printed)}))
     while True:
         try:
             request = channel.recv_msg(sock)
@@ -242,7 +243,13 @@ def serve(sock: socket.socket) -> None:
                     exhausted = report[cname]
                 out.update({f"{cname}/{k}": v for k, v in outputs.items()})
         sandbox.reset_torch_state(0)
-        channel.send_msg(sock, channel.encode(out, {"cases": report, "cpu": time.process_time()}))
+        channel.send_msg(sock, channel.encode(out, {"cases": report, "cpu": time.process_time(),
+                                                    "output_dropped": _dropped(printed)}))
+
+
+def _dropped(printed: Any) -> bool:
+    """Did the learner print more than the cap (the rest was dropped)? A learner could forge it: a note only."""
+    return getattr(printed, "dropped", False) is True
 
 
 def entry(fd: int) -> None:
