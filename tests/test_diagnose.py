@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import html
 import json
 import re
 from pathlib import Path
@@ -201,3 +202,19 @@ def test_dropout_that_drops_nothing_is_not_called_unscaled() -> None:
     same = {c: CaseResult("ok", {"out": case.inputs["attn_weights"].clone()}, {})
             for c, case in plans["dropout"].items()}
     assert diagnose.ids(Outcome("dropout", plans["dropout"], same, refs["dropout"])) == []
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_every_place_a_learner_reads_carries_the_diagnosis(lang: str) -> None:
+    """The HTML report and the feedback file say the diagnosis, as the terminal and Gradescope do (issue 12)."""
+    from grader.instructor.gradebook import feedback_text
+    from grader.render import html_report
+
+    report = grade(str(BUGGY / "mha_qkv_param_no_scale.py"), steps=["multihead_attention"], lang=lang)
+    said = [d["message"] for s in report.steps for d in s.diagnoses]
+    assert said and all("√d_k" in m for m in said)
+    page = html_report.render(report, lang=lang)
+    feedback = feedback_text("ada", report.to_dict(), lang=lang)
+    for message in said:
+        assert html.escape(message) in page
+        assert message in feedback

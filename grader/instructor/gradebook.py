@@ -141,6 +141,7 @@ def _feedback_text(student: str, report: dict[str, Any] | None, reason: str) -> 
             for c in s["checks"]:
                 if not c["passed"]:
                     lines.append(f"    - {c['name']}: {c['message']}" if c["message"] else f"    - {c['name']}")
+            lines += ["    " + _("diagnosis: ") + d.get("message", "") for d in s.get("diagnoses", [])]
     todo = [s for s in report["steps"] if s["status"] != "passed"]
     lines.append("")
     if shared:

@@ -68,6 +68,7 @@ ul.checks { margin: 4px 0; padding-left: 18px; }
 ul.checks li { margin: 2px 0; }
 li.fail::marker { content: "✗ "; color: #cf222e; }
 li.pass::marker { content: "✓ "; color: #1a7f37; }
+li.diag { list-style: none; color: #0969da; }
 .msg { color: #57606a; font-size: 12px; display: block; }
 .pair { display: flex; gap: 32px; align-items: flex-start; flex-wrap: wrap; }
 .panel h4 { margin: 4px 0; font-size: 13px; }
@@ -164,6 +165,9 @@ def render(report: Report, mats: dict[str, list[Matrix]] | None = None, lang: st
             for c in s.checks:
                 msg = f'<span class="msg">{_e(c.message)}</span>' if not c.passed and c.message else ""
                 checks.append(f'<li class="{"pass" if c.passed else "fail"}">{_e(c.name)}{msg}</li>')
+            # the classic mistake the outputs show (grader/grading/diagnose.py), as the terminal says it
+            label = i18n.translate(lang, N_("diagnosis: "))
+            checks += [f'<li class="diag">⚑ {_e(label + d.get("message", ""))}</li>' for d in s.diagnoses]
         link = f'<a href="#step-{_e(s.id)}">{_e(s.id)}</a>' if s.id in mats else _e(s.id)
         out.append(f'<tr data-step="{_e(s.id)}" data-status="{_e(s.status)}"><td>{step.number if step else ""}</td>'
                    f'<td>{link}<br><span class="sub">{_e(s.title)}</span></td>'
