@@ -3,8 +3,8 @@
     python -m pytest -q -rs --junitxml=.pytest_cache/junit.xml tests && python tests/check_skips.py
 
 reads the JUnit XML pytest wrote (default .pytest_cache/junit.xml), prints every skip with its reason and
-exits 1 if one is not allowed (2 if the file is missing or holds no test). No conftest, no plugin: the suite
-itself runs as anyone runs it.
+exits 1 if one is not allowed (2 if the file is missing or holds no test). It reads pytest's own report, so
+no plugin of ours decides what counts as run (tests/conftest.py only turns the warm daemon off).
 """
 
 from __future__ import annotations

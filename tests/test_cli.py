@@ -73,6 +73,20 @@ def test_gradescope_format_has_the_spec_keys() -> None:
     assert "execution_time" in doc
 
 
+def test_every_format_can_be_written_to_a_file(tmp_path: Path) -> None:
+    """--out holds what stdout would have shown, the table included (it was once written empty)."""
+    for fmt in ("table", "json", "gradescope"):
+        out = tmp_path / f"report.{fmt}"
+        proc = kata("grade", "solutions", "--step", "dot_scores", "--format", fmt, "--out", str(out))
+        assert proc.returncode == 0, proc.stderr
+        text = out.read_text(encoding="utf-8")
+        assert "dot_scores" in text or "dot" in text, (fmt, text[:200])
+        if fmt == "table":
+            assert "dot_scores" in text and "\x1b[" not in text, text
+        else:
+            assert json.loads(text)
+
+
 def test_lang_before_or_after_the_subcommand_and_version() -> None:
     from grader.cli import lang_first
 

@@ -696,12 +696,9 @@ _probes.PROBES["dropout_average"] = _dropout_average
 '''
 
 
-@pytest.mark.xfail(strict=True, reason="the dropout check of CausalAttention believes statistics the probe computes "
-                   "in the worker (mean, sample, std): a submission that never drops anything patches "
-                   "grader.worker.probes.PROBES['dropout_average'], doubles its weights in training mode, and "
-                   "earns the dropout point its honest twin loses. A fix: outputs that only real dropout gives, "
-                   "e.g. the fraction of weights dropped in the 'place' case near p (forging that is doing it)")
 def test_forged_dropout_statistics_earn_nothing(tmp_path: Path) -> None:
+    """A CausalAttention that never drops anything forges the statistics the dropout probe reports: the share of
+    weights dropped in the 'place' case (computed here, from outputs only real dropout gives) still refuses it."""
     twin, forged = tmp_path / "twin.py", tmp_path / "forged.py"
     twin.write_text(CA_NO_DROPOUT)
     forged.write_text(CA_NO_DROPOUT + FORGED_DROPOUT)

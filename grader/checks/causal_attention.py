@@ -109,6 +109,13 @@ def _placed_on_the_weights(r: Outcome) -> None:
     expect.true(bool((kept | dropped).all()), _(
         "dropout acts on something other than the attention weights (the values or the context vectors): apply "
         "self.dropout to attn_weights, after the softmax and before multiplying by the values"))
+    # the share dropped, among weights the mask left non-zero: only a real dropout shows it (Bernoulli(p) over
+    # 32 copies of 10 weights: 0.5 ± 0.03, so [p − 0.2, p + 0.2] is about 7 standard deviations wide)
+    live = (w.abs() > 1e-3).expand_as(dropped)
+    share = float(dropped[live].to(torch.float64).mean())
+    expect.true(abs(share - PLACE_P) <= 0.2, _(
+        "in training mode dropout={p} should drop about {want:.0%} of the attention weights; {got:.0%} of yours "
+        "were dropped: use nn.Dropout(dropout) on attn_weights").format(p=PLACE_P, want=PLACE_P, got=share))
 
 
 @check(STEP, N_("matches the reference on a batch of 2 with d_in ≠ d_out"))

@@ -97,10 +97,11 @@ def grade(*, path: str | Path, fmt: str = "table", secret: str | None = None, st
         reporters.table(report, console, lang=lang)
         _print_heatmaps(report, mats, console, lang)
         return ""
-    console = Console(record=True, width=120, force_terminal=False)
-    with console.capture():
+    # capture() swallows what is printed, so a recording console would export nothing: keep the captured text
+    console = Console(width=120, force_terminal=False, color_system=None)
+    with console.capture() as captured:
         reporters.table(report, console, lang=lang)
-    return console.export_text()
+    return captured.get()
 
 
 def _print_heatmaps(report: Report, mats: dict, console: Console, lang: str) -> None:
