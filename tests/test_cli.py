@@ -48,6 +48,16 @@ def test_check_exit_code_follows_the_steps(tmp_path: Path) -> None:
     assert "def attention_scores" in shown.stdout
 
 
+def test_one_exception_raised_by_every_case_is_said_once(tmp_path: Path) -> None:
+    ws = tmp_path / "exercises"
+    shutil.copytree(ROOT / "exercises", ws)
+    stub = ws / "dot_scores.py"
+    stub.write_text(stub.read_text().replace("raise NotImplementedError  # your code here", "return inputs.T @ query"))
+    for lang, same in (("en", "(the same error as above)"), ("zh", "（与上面的错误相同）")):
+        out = kata("--lang", lang, "check", "dot_scores", "--path", str(ws)).stdout
+        assert out.count("RuntimeError") == 1 and out.count(same) >= 3, out
+
+
 def test_hints_reveal_one_level_at_a_time_in_both_languages(tmp_path: Path) -> None:
     first = kata("hint", "causal_mask", "--path", str(tmp_path))
     assert "hint 1/3" in first.stdout and "hint 2/3" not in first.stdout

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from rich.console import Console
@@ -50,11 +51,15 @@ def _table(report: Report, console: Console, lang: str, verbose: bool) -> None:
             if not shared:
                 t.add_row("", text(f"  ! {s.message}", style="magenta", newlines=True), "", "")
             continue
+        said: set[str] = set()  # one error met by every case (its sizes aside) reads once, then "the same"
         for c in s.checks:
             if not c.passed:
                 line = Text("  ✗ ", style="red")
                 line.append(plain(c.name), style="bold")
-                line.append(f"\n    {plain(c.message, newlines=True)}")
+                kind = re.sub(r"\d+", "#", c.message)
+                message = _("(the same error as above)") if kind in said and len(kind) > 60 else c.message
+                said.add(kind)
+                line.append(f"\n    {plain(message, newlines=True)}")
                 t.add_row("", line, "", "")
         for d in getattr(s, "diagnoses", None) or []:
             label = _("diagnosis: ")
