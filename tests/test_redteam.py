@@ -705,3 +705,81 @@ def test_forged_dropout_statistics_earn_nothing(tmp_path: Path) -> None:
     want, got = (engine.grade(p, steps=["causal_attention"], secret=SECRET).steps[0] for p in (twin, forged))
     assert want.score == want.max_score - 1, [(c.name, c.message) for c in want.checks if not c.passed]
     assert got.score == want.score, [(c.name, c.message) for c in got.checks if not c.passed]
+
+
+# ---------------------------------------------------------------- sockets made without socket(2)
+
+# a Unix socket made by io_uring (IORING_OP_SOCKET), which a seccomp filter on socket(2) never sees; plain ctypes
+URING_SOCKET = '''
+import ctypes as _ct, mmap as _mm, os as _os, struct as _st
+_libc = _ct.CDLL(None, use_errno=True)
+_libc.syscall.restype = _ct.c_long
+
+def _sys(nr, *a):
+    r = _libc.syscall(_ct.c_long(nr), *[_ct.c_long(x) for x in a])
+    if r < 0:
+        raise OSError(_ct.get_errno(), "syscall %d" % nr)
+    return r
+
+def uring_socket():
+    params = _ct.create_string_buffer(120)
+    ring = _sys(425, 4, _ct.addressof(params))  # io_uring_setup
+    sq_n, cq_n = _st.unpack_from("<II", params.raw, 0)
+    sq_off, cq_off = _st.unpack_from("<IIIIIIIIQ", params.raw, 40), _st.unpack_from("<IIIIIIIIQ", params.raw, 80)
+    rw = dict(flags=_mm.MAP_SHARED, prot=_mm.PROT_READ | _mm.PROT_WRITE)
+    sq = _mm.mmap(ring, sq_off[6] + sq_n * 4, offset=0, **rw)
+    cq = _mm.mmap(ring, cq_off[5] + cq_n * 16, offset=0x8000000, **rw)
+    sqes = _mm.mmap(ring, sq_n * 64, offset=0x10000000, **rw)
+    sqes[0:64] = _st.pack("<BBHiQQII", 45, 0, 0, 1, 1, 0, 0, 0).ljust(64, b"\\0")  # SOCKET(AF_UNIX, STREAM)
+    tail, mask = _st.unpack_from("<II", sq, sq_off[1])[0], _st.unpack_from("<I", sq, sq_off[2])[0]
+    _st.pack_into("<I", sq, sq_off[6] + 4 * (tail & mask), 0)
+    _st.pack_into("<I", sq, sq_off[1], tail + 1)
+    _sys(426, ring, 1, 1, 1, 0, 0)  # io_uring_enter, wait for the one completion
+    head, cmask = _st.unpack_from("<I", cq, cq_off[0])[0], _st.unpack_from("<I", cq, cq_off[2])[0]
+    res = _st.unpack_from("<Qi", cq, cq_off[5] + 16 * (head & cmask))[1]
+    _os.close(ring)
+    if res < 0:
+        raise OSError(-res, "IORING_OP_SOCKET")
+    return res
+'''
+
+
+def test_no_socket_through_io_uring(tmp_path: Path) -> None:
+    """seccomp refuses socket(2), but io_uring's IORING_OP_SOCKET makes a socket without it: a worker confined for
+    grading with a secret reached a socket file anyone may open (a warm daemon's, a desktop bus's, here the
+    test's own) and could command what listens there. io_uring now fails in a worker, so the step that tries it
+    keeps the full marks of its honest twin and nothing reaches the listener."""
+    folder = tmp_path / "open"
+    folder.mkdir(mode=0o777)
+    folder.chmod(0o777)
+    address = str(folder / "anyone.sock")
+    import socket
+
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(address)
+    os.chmod(address, 0o777)
+    listener.listen(1)
+    listener.setblocking(False)
+    sub = tmp_path / "uring.py"
+    sub.write_text(URING_SOCKET + textwrap.dedent(f"""
+        import socket, torch
+        def attention_scores(inputs, query):
+            try:
+                s = socket.socket(fileno=uring_socket())
+            except OSError:
+                return inputs @ query  # refused: the honest answer
+            s.connect({address!r})
+            s.sendall(b"worker here")
+            raise RuntimeError("reached a socket outside the sandbox")
+        """) + GOOD)
+    try:
+        proc, doc = cli_grade(sub, "dot_scores", "causal_mask")
+        assert doc is not None, proc.stderr
+        steps = steps_of(doc)
+        assert steps["dot_scores"]["score"] == steps["dot_scores"]["max_score"], steps["dot_scores"]
+        assert steps["causal_mask"]["score"] == steps["causal_mask"]["max_score"]
+        with pytest.raises(BlockingIOError):
+            listener.accept()
+    finally:
+        listener.close()
+    assert_nothing_left_running()

@@ -102,6 +102,36 @@ import os, resource, socket, stat, torch
 {hunt}
 REF_NAMES = {ref_names!r}
 
+def uring_socket():
+    """A Unix socket made by io_uring (IORING_OP_SOCKET), never by socket(2): seccomp must refuse io_uring too."""
+    import ctypes, mmap, struct
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    def sys_(nr, *a):
+        r = libc.syscall(ctypes.c_long(nr), *[ctypes.c_long(x) for x in a])
+        if r < 0:
+            raise OSError(ctypes.get_errno(), "syscall %d" % nr)
+        return r
+    params = ctypes.create_string_buffer(120)
+    ring = sys_(425, 4, ctypes.addressof(params))  # io_uring_setup
+    sq_n, cq_n = struct.unpack_from("<II", params.raw, 0)
+    sq_off, cq_off = struct.unpack_from("<IIIIIIIIQ", params.raw, 40), struct.unpack_from("<IIIIIIIIQ", params.raw, 80)
+    rw = dict(flags=mmap.MAP_SHARED, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+    sq = mmap.mmap(ring, sq_off[6] + sq_n * 4, offset=0, **rw)
+    cq = mmap.mmap(ring, cq_off[5] + cq_n * 16, offset=0x8000000, **rw)
+    sqes = mmap.mmap(ring, sq_n * 64, offset=0x10000000, **rw)
+    sqes[0:64] = struct.pack("<BBHiQQII", 45, 0, 0, 1, 1, 0, 0, 0).ljust(64, b"\\0")  # SOCKET(AF_UNIX, STREAM)
+    tail, mask = struct.unpack_from("<I", sq, sq_off[1])[0], struct.unpack_from("<I", sq, sq_off[2])[0]
+    struct.pack_into("<I", sq, sq_off[6] + 4 * (tail & mask), 0)
+    struct.pack_into("<I", sq, sq_off[1], tail + 1)
+    sys_(426, ring, 1, 1, 1, 0, 0)  # io_uring_enter: wait for the one completion
+    head, cmask = struct.unpack_from("<I", cq, cq_off[0])[0], struct.unpack_from("<I", cq, cq_off[2])[0]
+    res = struct.unpack_from("<Qi", cq, cq_off[5] + 16 * (head & cmask))[1]
+    os.close(ring)
+    if res < 0:
+        raise OSError(-res, "IORING_OP_SOCKET")
+    return socket.socket(fileno=res)
+
 def attention_scores(inputs, query):
     def blocked(fn):
         try:
@@ -198,12 +228,13 @@ def attention_scores(inputs, query):
             except OSError:
                 pass
         for address in ({abstract!r}, {pathname!r}):
-            try:
-                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-                s.connect(address)
-                reached.append(address)
-            except OSError:
-                pass
+            for make in (lambda: socket.socket(socket.AF_UNIX, socket.SOCK_STREAM), uring_socket):
+                try:
+                    s = make()
+                    s.connect(address)
+                    reached.append(address)
+                except OSError:
+                    pass
         return bool(reached) or False
     return torch.tensor([
         blocked(lambda: socket.create_connection(("127.0.0.1", {port}), timeout=1).close()),
@@ -268,7 +299,8 @@ LAYERS = (
     Layer("the secret is unreachable", ("landlock_filesystem", "pid_namespace"),
           "look for the secret in its own memory and in /proc/*/cmdline, environ", True),
     Layer("no grader socket is reachable", ("seccomp_no_sockets",),
-          "use an inherited socket; connect to a grader's Unix socket by path and in the abstract namespace", True),
+          "use an inherited socket; connect to a grader's Unix socket by path and in the abstract namespace, with a "
+          "socket from socket(2) and one from io_uring", True),
     Layer("disk use capped (private tmpfs)", ("private_tmpfs",),
           "write 100 files of 1 MiB (each under the file-size limit)", True),
     Layer("nothing shared with other workers (IPC namespace, no keyrings)", ("ipc_namespace",),

@@ -1,11 +1,13 @@
-"""A seccomp filter for a worker: no new sockets at all (its one channel to the grader is inherited), and no
-kernel keyrings.
+"""A seccomp filter for a worker: no new sockets at all (its one channel to the grader is inherited), no io_uring,
+and no kernel keyrings.
 
 Landlock decides which files a worker may open, but connecting to a Unix socket by its path is not one of
 the accesses it handles, so a socket file that another program left reachable (a container engine's,
 a desktop bus's) would stay usable; a worker has no need to create any socket, so `socket(2)` fails
 with EACCES. Syscalls of a foreign ABI (i386 `int 0x80`, x32) fail entirely, so `socketcall` cannot go
-around the filter. Raw prctl and a six-instruction BPF program, no library needed.
+around the filter. io_uring fails too: its IORING_OP_SOCKET makes a socket without calling socket(2), which the
+filter never sees (a confined worker reached a warm daemon's socket that way). Raw prctl and a short BPF program,
+no library needed.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ LD_W_ABS, JEQ_K, JGE_K, RET_K = 0x20, 0x15, 0x35, 0x06
 X32_SYSCALL_BIT = 0x40000000
 # machine -> (AUDIT_ARCH_*, __NR_socket, the kernel keyring's calls: add_key, request_key, keyctl)
 ARCHES = {"x86_64": (0xC000003E, 41, (248, 249, 250)), "aarch64": (0xC00000B7, 198, (217, 218, 219))}
+IO_URING = (425, 426, 427)  # io_uring_setup, io_uring_enter, io_uring_register: the same number on every arch
 
 
 class _Filter(ctypes.Structure):
@@ -38,7 +41,8 @@ def no_sockets() -> bool:
     if arch is None:
         return False
     audit_arch, nr_socket, keyring = arch
-    denied = (nr_socket, *keyring)  # keyrings: a uid-0 worker would share root's user keyring across workers
+    # keyrings: a uid-0 worker would share root's user keyring across workers; io_uring: sockets without socket(2)
+    denied = (nr_socket, *keyring, *IO_URING)
     program = [
         (LD_W_ABS, 0, 0, 4),  # seccomp_data.arch
         (JEQ_K, 1, 0, audit_arch),
