@@ -38,8 +38,13 @@ def test_check_exit_code_follows_the_steps(tmp_path: Path) -> None:
     shutil.copy(ROOT / "solutions" / "dot_scores.py", ws / "dot_scores.py")
     passing = kata("check", "1", "--path", str(ws))
     assert passing.returncode == 0, passing.stdout
+    assert "next is step 2, softmax" in passing.stdout  # what was asked passes: the tip moves on
     listed = kata("list", "--path", str(ws))
     assert "passed (5/5)" in listed.stdout
+    done = tmp_path / "done"
+    shutil.copytree(ROOT / "solutions", done)
+    finished = kata("--lang", "zh", "check", "--path", str(done))
+    assert finished.returncode == 0 and "本章完成" in finished.stdout, finished.stdout
     # a later broken save does not lock the solution again, whether graded by check or by watch
     shutil.copy(ROOT / "exercises" / "dot_scores.py", ws / "dot_scores.py")
     assert kata("check", "dot_scores", "--path", str(ws)).returncode == 1

@@ -125,9 +125,15 @@ def check(*, workspace: str | Path = "exercises", steps: list[str] | None = None
     report, mats = _grade_pictures(graded, html, console.is_terminal, steps=steps, timeout=timeout, lang=lang)
     reporters.table(report, console, lang=lang)
     _print_heatmaps(report, mats, console, lang)
-    record_progress(workspace, report)
+    progress = record_progress(workspace, report)["progress"]
     nxt = next((s for s in report.steps if s.status != "passed"), None)
-    if nxt is not None:
+    if nxt is None:  # what was asked passes: point at the first step not yet passed, as rustlings moves on
+        ahead = next((s for s in STEPS if progress.get(s.id, {}).get("status") != "passed"), None)
+        tip = (i18n.translate(lang, N_("well done: next is step {number}, {step} (`attn-kata check {step}`)"))
+               .format(number=ahead.number, step=ahead.id) if ahead is not None else
+               i18n.translate(lang, N_("every step passes: the chapter is done")))
+        console.print(tip, markup=False, highlight=False)
+    else:
         tip = i18n.translate(lang, N_("next: edit {path}; stuck? `attn-kata hint {step}`")).format(
             path=graded if graded.suffix == ".ipynb" else Path(workspace) / f"{nxt.id}.py", step=nxt.id)
         console.print(tip, markup=False, highlight=False)
