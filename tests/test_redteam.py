@@ -783,3 +783,45 @@ def test_no_socket_through_io_uring(tmp_path: Path) -> None:
     finally:
         listener.close()
     assert_nothing_left_running()
+
+
+def test_the_graders_terminal_is_not_readable(tmp_path: Path) -> None:
+    """/dev was granted whole: a worker of the grader's uid opened the terminal the grader runs in (/dev/pts/N,
+    the owner's) and read what was typed there while it graded. Only /dev/null, zero, full, random and urandom
+    are granted now: the step that tries keeps the full marks of its honest twin and reads nothing."""
+    import pty
+    import threading
+
+    master, slave = pty.openpty()
+    name = os.ttyname(slave)
+    sub = tmp_path / "tty.py"
+    sub.write_text(textwrap.dedent(f"""
+        import os, time
+        def attention_scores(inputs, query):
+            try:
+                fd = os.open({name!r}, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+            except OSError:
+                return inputs @ query  # refused: the honest answer
+            time.sleep(0.5)
+            raise RuntimeError("typed: " + os.read(fd, 100).decode(errors="replace"))
+        """) + GOOD)
+    done = threading.Event()
+
+    def type_on_the_terminal() -> None:
+        while not done.wait(0.2):
+            os.write(master, b"typed-in-the-graders-terminal\n")
+
+    typist = threading.Thread(target=type_on_the_terminal, daemon=True)
+    typist.start()
+    try:
+        proc, doc = cli_grade(sub, "dot_scores")
+    finally:
+        done.set()
+        typist.join()
+        os.close(master)
+        os.close(slave)
+    assert doc is not None, proc.stderr
+    assert "typed-in-the-graders-terminal" not in proc.stdout
+    step = steps_of(doc)["dot_scores"]
+    assert step["score"] == step["max_score"], step
+    assert_nothing_left_running()

@@ -55,6 +55,9 @@ def _processes_of(uid: int) -> int:
 
 
 CLONE_NEWNET = 0x40000000
+# never all of /dev: a worker of the grader's own uid could read the grader's terminal (/dev/pts/N: what is typed
+# while a batch runs) and, as uid 0 without capabilities, disks, consoles and input devices
+DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
 ROOT = KATA_ROOT
 LAYERS: dict[str, bool] = {}  # what confine() managed to apply, reported by `attn-kata doctor`
 
@@ -64,9 +67,9 @@ def readable_paths() -> list[str]:
     """What a worker may read: Python and its packages, system libraries; never the kata's own folder
     (KATA_ROOT: a checkout's root, or grader/kata/ inside an installed wheel, where solutions/ lives)."""
     # no /proc: a worker sees no other process's cmdline, environ, maps or memory (nor its own pid's files,
-    # which it never needs once confined)
-    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, "/usr", "/lib", "/lib64", "/etc", "/dev",
-             "/sys/devices/system/cpu"}
+    # which it never needs once confined); of /dev only the devices that hold nothing of anyone's (DEVICES)
+    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, "/usr", "/lib", "/lib64", "/etc",
+             "/sys/devices/system/cpu", *DEVICES}
     paths |= {p for p in sys.path if p and os.path.isdir(p)}
     return grants_without(sorted(p for p in paths if os.path.exists(p)), ROOT)
 
