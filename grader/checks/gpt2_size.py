@@ -1,7 +1,8 @@
 """Step 14 (exercise 3.3): gpt2_attention(dropout=0.0) is a MultiHeadAttention of GPT-2 small's size.
 
 MultiHeadAttention itself is the reference's (the step builds on step 11), so each case builds the module under the
-case's seed and runs it on a short sequence: three builds per side, no weights sent (2.4 million of them). The builds
+case's seed and runs it on a short sequence: two builds per side (`default` runs the module `fwd` built, the same
+call), no weights sent (2.4 million of them). The builds
 draw their initial weights from a seeded table (grader/worker/fast_init.py), not one generator call per element:
 a module built like the reference still gets the reference's weights, any other build other ones."""
 
@@ -25,13 +26,14 @@ def _cases(g: Gen) -> dict[str, Case]:
     x = g.randn(1, n, EMB)
     perturbed = x.clone()
     perturbed[:, n // 2:] = g.randn(1, n - n // 2, EMB)
-    built = {
-        "fwd": module(FN, g, {}, {}, x, extra={"perturbed": perturbed}, structure=True),
-        "dropout": module(FN, g, {"dropout": 0.5}, {}, g.randn(1, n, EMB), train=True),
-        # one token in training mode: its single attention weight is 1, which a default dropout > 0 would drop
-        # or rescale; its output does not depend on how d_out is split into heads
-        "default": module(FN, g, {}, {}, g.randn(2, 1, EMB), train=True),
-    }
+    fwd = module(FN, g, {}, {}, x, extra={"perturbed": perturbed}, structure=True)
+    dropout = module(FN, g, {"dropout": 0.5}, {}, g.randn(1, n, EMB), train=True)
+    # one token in training mode: its single attention weight is 1, which a default dropout > 0 would drop or
+    # rescale; its output does not depend on how d_out is split into heads. It runs the module `fwd` built (the
+    # same call, gpt2_attention()): two GPT-2-size builds per side instead of three, each case still judged alone
+    default = module(FN, g, {}, {}, g.randn(2, 1, EMB), train=True)
+    fwd.params["keep"] = default.params["reuse"] = "gpt2_attention()"
+    built = {"fwd": fwd, "default": default, "dropout": dropout}  # `fwd`'s module is let go before `dropout` builds
     for case in built.values():  # seeded weights from a table, on both sides (grader/worker/fast_init.py)
         case.params["fast_init"] = True
     return built

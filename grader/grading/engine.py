@@ -46,6 +46,7 @@ def prepared(secret: str) -> tuple[dict[str, dict[str, Case]], dict[str, dict[st
         for name, case in cases.items():
             doc, tensors = worker.run_case(ref, _as_doc(name, case), case.inputs, set())
             results[step_id][name] = _case_result(doc, tensors)
+        probes.clear_kept()  # as the worker does after each step (grader.worker.serve)
     torch.manual_seed(0)
     gc.collect()
     gc.freeze()  # torch's and the reference's objects live for good: later collections skip them

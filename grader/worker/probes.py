@@ -180,12 +180,29 @@ def _build(ns: Mapping[str, Any], cls: str, ctor: dict[str, Any], seed: int | No
     return module
 
 
+# Modules a case kept for a later case of the same request (`module(keep=...)`, `module(reuse=...)`): the worker
+# and the reference run empty it after each step's cases (clear_kept).
+KEPT: dict[str, nn.Module] = {}
+
+
+def clear_kept() -> None:
+    KEPT.clear()
+
+
 @probe
 def module(ns: Mapping[str, Any], inputs: Mapping[str, torch.Tensor], *, cls: str, ctor: dict[str, Any],
            train: bool = False, grad: bool = False, load: bool = True, seed: int | None = None,
-           extra_x: list[str] | None = None, structure: bool = False, fast_init: bool = False) -> Outputs:
-    """Build a module, load the grader's weights (inputs `w.<param>`), run it on `x` (and extra inputs)."""
-    m = _build(ns, cls, ctor, seed, fast_init)
+           extra_x: list[str] | None = None, structure: bool = False, fast_init: bool = False,
+           keep: str = "", reuse: str = "") -> Outputs:
+    """Build a module, load the grader's weights (inputs `w.<param>`), run it on `x` (and extra inputs).
+    `keep`: remember the module under that name for a later case of the same step; `reuse`: run the module an
+    earlier case kept (built by the same constructor call) instead of building another, where there is one.
+    Step 14 builds GPT-2-size modules (2.4 million weights, a 1024 × 1024 mask): a build saved is ~1/3 of it."""
+    m = KEPT.pop(reuse, None) if reuse else None
+    if m is None:
+        m = _build(ns, cls, ctor, seed, fast_init)
+    if keep:
+        KEPT[keep] = m
     out: Outputs = {"structure": _structure(m)} if structure else {}
     weights = {k[2:]: v for k, v in inputs.items() if k.startswith("w.")}
     pieces = _load_weights(m, weights) if load else []

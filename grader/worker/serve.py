@@ -242,6 +242,7 @@ def serve(sock: socket.socket) -> None:
                 if report[cname]["status"] == "memory":
                     exhausted = report[cname]
                 out.update({f"{cname}/{k}": v for k, v in outputs.items()})
+        probes.clear_kept()  # a module kept for a later case of this step (probes.module) goes with it
         sandbox.reset_torch_state(0)
         channel.send_msg(sock, channel.encode(out, {"cases": report, "cpu": time.process_time(),
                                                     "output_dropped": _dropped(printed)}))
