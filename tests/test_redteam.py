@@ -825,3 +825,41 @@ def test_the_graders_terminal_is_not_readable(tmp_path: Path) -> None:
     step = steps_of(doc)["dot_scores"]
     assert step["score"] == step["max_score"], step
     assert_nothing_left_running()
+
+
+def test_no_datagram_socket_through_socketpair(tmp_path: Path) -> None:
+    """socketpair(2) was allowed: one end of a datagram pair connect()s to any datagram socket by its path (syslog's,
+    systemd's notify socket, here the test's own) and sends there. seccomp refuses socketpair now: the step that
+    tries keeps the full marks of its honest twin and nothing reaches the listener."""
+    import socket
+
+    folder = tmp_path / "open"
+    folder.mkdir()
+    folder.chmod(0o777)
+    address = str(folder / "log.sock")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    listener.bind(address)
+    os.chmod(address, 0o777)
+    listener.setblocking(False)
+    sub = tmp_path / "dgram.py"
+    sub.write_text(textwrap.dedent(f"""
+        import socket
+        def attention_scores(inputs, query):
+            try:
+                mine, _other = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+            except OSError:
+                return inputs @ query  # refused: the honest answer
+            mine.connect({address!r})
+            mine.send(b"a worker was here")
+            raise RuntimeError("reached a socket outside the sandbox")
+        """) + GOOD)
+    try:
+        proc, doc = cli_grade(sub, "dot_scores")
+        assert doc is not None, proc.stderr
+        step = steps_of(doc)["dot_scores"]
+        assert step["score"] == step["max_score"], step
+        with pytest.raises(BlockingIOError):
+            listener.recv(100)
+    finally:
+        listener.close()
+    assert_nothing_left_running()

@@ -235,6 +235,12 @@ def attention_scores(inputs, query):
                     reached.append(address)
                 except OSError:
                     pass
+        try:  # one end of a datagram pair re-connects to any datagram socket by its path
+            mine, _other = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+            mine.connect({datagram!r})
+            reached.append({datagram!r})
+        except OSError:
+            pass
         return bool(reached) or False
     return torch.tensor([
         blocked(lambda: socket.create_connection(("127.0.0.1", {port}), timeout=1).close()),
@@ -300,7 +306,7 @@ LAYERS = (
           "look for the secret in its own memory and in /proc/*/cmdline, environ", True),
     Layer("no grader socket is reachable", ("seccomp_no_sockets",),
           "use an inherited socket; connect to a grader's Unix socket by path and in the abstract namespace, with a "
-          "socket from socket(2) and one from io_uring", True),
+          "socket from socket(2) and one from io_uring; re-connect one end of a datagram socketpair", True),
     Layer("disk use capped (private tmpfs)", ("private_tmpfs",),
           "write 100 files of 1 MiB (each under the file-size limit)", True),
     Layer("nothing shared with other workers (IPC namespace, no keyrings)", ("ipc_namespace",),
@@ -361,10 +367,14 @@ def diagnose(secret: str | None = None, config: dict[str, Any] | None = None) ->
     by_path.bind(pathname)
     os.chmod(pathname, 0o777)
     by_path.listen(1)
+    datagram = os.path.join(outside_dir, "grader.dgram")
+    by_datagram = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    by_datagram.bind(datagram)
+    os.chmod(datagram, 0o777)
     src = PROBE.format(hunt=HUNT, ref_names=tuple(reference.namespace()), ref_needles=needles,
                        secret_needle=list(held[0]), port=listener.getsockname()[1],
                        kata_file=str(reference.solutions_dir() / "dot_scores.py"), outside=outside,
-                       grader_pid=os.getpid(), abstract=abstract, pathname=pathname, shm_key=shm_key)
+                       grader_pid=os.getpid(), abstract=abstract, pathname=pathname, datagram=datagram, shm_key=shm_key)
     worker = Worker([("doctor", "doctor.py", textwrap.dedent(src))], config or {})
     try:
         layers = worker.confined(60)
@@ -379,6 +389,7 @@ def diagnose(secret: str | None = None, config: dict[str, Any] | None = None) ->
         listener.close()
         unix.close()
         by_path.close()
+        by_datagram.close()
         if shm >= 0:
             libc.shmctl(shm, 0, None)  # IPC_RMID
     escaped = os.path.exists(outside)

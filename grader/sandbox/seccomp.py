@@ -1,5 +1,5 @@
-"""A seccomp filter for a worker: no new sockets at all (its one channel to the grader is inherited), no io_uring,
-and no kernel keyrings.
+"""A seccomp filter for a worker: no new sockets at all (its one channel to the grader is inherited; neither
+`socket(2)` nor `socketpair(2)`), no io_uring, and no kernel keyrings.
 
 Landlock decides which files a worker may open, but connecting to a Unix socket by its path is not one of
 the accesses it handles, so a socket file that another program left reachable (a container engine's,
@@ -22,8 +22,10 @@ PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
 RET_ALLOW, RET_ERRNO = 0x7FFF0000, 0x00050000
 LD_W_ABS, JEQ_K, JGE_K, RET_K = 0x20, 0x15, 0x35, 0x06
 X32_SYSCALL_BIT = 0x40000000
-# machine -> (AUDIT_ARCH_*, __NR_socket, the kernel keyring's calls: add_key, request_key, keyctl)
-ARCHES = {"x86_64": (0xC000003E, 41, (248, 249, 250)), "aarch64": (0xC00000B7, 198, (217, 218, 219))}
+# machine -> (AUDIT_ARCH_*, (__NR_socket, __NR_socketpair), the kernel keyring's calls: add_key, request_key, keyctl).
+# socketpair too: one end of a datagram pair can still connect() to any datagram socket by its path (syslog's,
+# systemd's notify socket) and send there
+ARCHES = {"x86_64": (0xC000003E, (41, 53), (248, 249, 250)), "aarch64": (0xC00000B7, (198, 199), (217, 218, 219))}
 IO_URING = (425, 426, 427)  # io_uring_setup, io_uring_enter, io_uring_register: the same number on every arch
 
 
@@ -40,9 +42,9 @@ def no_sockets() -> bool:
     arch = ARCHES.get(platform.machine())
     if arch is None:
         return False
-    audit_arch, nr_socket, keyring = arch
+    audit_arch, sockets, keyring = arch
     # keyrings: a uid-0 worker would share root's user keyring across workers; io_uring: sockets without socket(2)
-    denied = (nr_socket, *keyring, *IO_URING)
+    denied = (*sockets, *keyring, *IO_URING)
     program = [
         (LD_W_ABS, 0, 0, 4),  # seccomp_data.arch
         (JEQ_K, 1, 0, audit_arch),
