@@ -155,6 +155,9 @@ class CaseResult:
     exception: str = ""
     msgid: str = ""  # a known template (grader.worker.probes.MESSAGES) for `message`, worded in the report's language
     params: dict[str, Any] = field(default_factory=dict)
+    # a reference result's answer to Outcome.trivial, with the Case it was computed for: every submission graded
+    # under one secret shares the reference's results, so it is computed once per case, not once per check
+    trivial_for: tuple[Case, bool] | None = field(default=None, repr=False, compare=False)
 
     def text(self) -> str:
         """`message` in the current language (the worker sends English plus a msgid and its parameters)."""
@@ -179,6 +182,7 @@ class Outcome:
     _behaves: dict[str, bool] = field(default_factory=dict, repr=False)
     reading: set[str] = field(default_factory=set, repr=False)  # the learner's cases read by the current check
     _proved: list[set[str]] | None = field(default=None, repr=False)  # what each passing proof read (its subjects)
+    _right: dict[frozenset[str], bool] = field(default_factory=dict, repr=False)  # some_output_right, without proofs
 
     def _get(self, results: dict[str, CaseResult], case: str, key: str, who: str) -> Any:
         res = results.get(case)
@@ -220,18 +224,25 @@ class Outcome:
         nothing), and that has outputs (a constructor alone computes nothing; a random case never equals them
         exactly, so only deterministic ones vouch). One function's right outputs never vouch for another's
         properties: uniform weights do sum to 1, zero weights do hide the future."""
-        subjects = {self.case_specs[c].subject() for c in about if c in self.case_specs}
-        if any(self.behaves(c) and not self.trivial(c) for c, spec in self.case_specs.items()
-               if not spec.public and (not subjects or spec.subject() in subjects)):
+        subjects = frozenset(self.case_specs[c].subject() for c in about if c in self.case_specs)
+        right = self._right.get(subjects)
+        if right is None:  # every check asks again: behaves and trivial never change for this outcome
+            right = self._right[subjects] = any(
+                self.behaves(c) and not self.trivial(c) for c, spec in self.case_specs.items()
+                if not spec.public and (not subjects or spec.subject() in subjects))
+        if right:
             return True
         return any(not subjects or read & subjects for read in self._proofs())
 
     def trivial(self, case: str) -> bool:
         """Is the reference's answer one that needs no work: each output one of the case's inputs (dropout with
         training=False, one token's context vector) or all zeros or all ones (one token's attention weight)?"""
-        ref, inputs = self.reference.get(case), self.case_specs[case].inputs
+        ref, spec = self.reference.get(case), self.case_specs[case]
         if ref is None:
             return True
+        if ref.trivial_for is not None and ref.trivial_for[0] is spec:
+            return ref.trivial_for[1]
+        inputs = spec.inputs
 
         def known(t: torch.Tensor) -> bool:
             if t.numel() and (bool((t == 0).all()) or bool((t == 1).all())):
@@ -239,7 +250,9 @@ class Outcome:
             return any(i.shape == t.shape and torch.equal(i.to(torch.float64), t.to(torch.float64))
                        for i in inputs.values())
 
-        return all(known(t) for t in ref.tensors.values())
+        answer = all(known(t) for t in ref.tensors.values())
+        ref.trivial_for = (spec, answer)
+        return answer
 
     def _proofs(self) -> list[set[str]]:
         """For each of the step's proofs of work (`proof`) that passes: the subjects of the cases it read. Computed
@@ -270,6 +283,8 @@ class Outcome:
                         not got.is_floating_point() and got.dtype != want.dtype):
                     ok = False
                     break
+                if got.dtype == want.dtype and torch.equal(got, want):  # equal values are close (NaN never equal)
+                    continue
                 if not torch.allclose(got.to(torch.float64), want.to(torch.float64), atol=VOUCH_ATOL,
                                       rtol=VOUCH_RTOL, equal_nan=True):
                     ok = False

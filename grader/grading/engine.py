@@ -307,7 +307,7 @@ def judge(collected: list[Collected], *, secret: str | None = None) -> list[Repo
         verdicts = run_jobs(jobs)
     finally:
         torch.set_num_threads(threads)
-    reports = []
+    reports, version = [], grader_version()  # once: importlib.metadata reads the package's metadata each time
     for i, col in enumerate(collected):
         results = dict(col.results)
         for sid in col.learner:
@@ -327,7 +327,7 @@ def judge(collected: list[Collected], *, secret: str | None = None) -> list[Repo
                 results[sid].diagnoses = diagnose.diagnose(
                     Outcome(sid, plans[sid], col.learner[sid], ref_results[sid], col.static), col.lang)
         reports.append(Report(col.display, [results[s.id] for s in col.step_list], notes=col.notes,
-                              grader_version=grader_version()))
+                              grader_version=version))
     return reports
 
 
