@@ -863,3 +863,41 @@ def test_no_datagram_socket_through_socketpair(tmp_path: Path) -> None:
     finally:
         listener.close()
     assert_nothing_left_running()
+
+
+# ---------------------------------------------------------------- static facts the trusted side could not read
+
+def test_a_unit_too_deep_to_parse_is_never_loop_free(tmp_path: Path) -> None:
+    """The grader parses the source for "no Python loops" at its own stack depth and recursion limit; the worker
+    compiles each notebook cell at its own, and a cell may raise that limit first. A loop-using all_tokens whose
+    cell holds a 6000-term sum was parsed by nobody here (RecursionError, silently skipped) and so counted as
+    loop-free: 5 of 5. A unit the grader cannot read now fails that check, with its reason: 4 of 5, as its twin
+    without the sum."""
+    loopy = textwrap.dedent("""
+        import torch
+        def all_attention_scores(inputs):
+            n = inputs.shape[0]
+            out = torch.empty(n, n, dtype=inputs.dtype)
+            for i in range(n):
+                for j in range(n):
+                    out[i, j] = inputs[i] @ inputs[j]
+            return out
+        def all_attention_weights(attn_scores):
+            return torch.softmax(attn_scores, dim=-1)
+        def all_context_vectors(attn_weights, inputs):
+            return attn_weights @ inputs
+        """)
+
+    def notebook(path: Path, cells: list[str]) -> Path:
+        path.write_text(json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
+            {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": c}
+            for c in cells]}))
+        return path
+
+    twin = notebook(tmp_path / "twin.ipynb", [loopy])
+    deep = notebook(tmp_path / "deep.ipynb", ["import sys\nsys.setrecursionlimit(30000)\n",
+                                              loopy + "_DEEP = " + "+".join(["1"] * 6000) + "\n"])
+    want, got = (steps_of(cli_grade(p, "all_tokens")[1])["all_tokens"] for p in (twin, deep))
+    assert want["score"] == want["max_score"] - 1, want
+    assert got["score"] == want["score"], got
+    assert any("nested too deeply" in c["message"] for c in got["checks"] if not c["passed"]), got

@@ -58,6 +58,10 @@ def _check(r: Outcome) -> None:
 def _check(r: Outcome) -> None:
     loops = {name: lines for name, lines in r.static.get("loops", {}).items()
              if name in ("all_attention_scores", "all_attention_weights", "all_context_vectors") and lines}
+    unread = r.static.get("unread") or []
+    expect.true(not unread, _("{units}: nested too deeply for the grader to read, so it cannot tell whether these "
+                              "functions are free of loops; split the long expression up").format(
+        units=", ".join(map(str, unread))))
     where = "; ".join(_("{name} loops at line {lines}").format(name=name, lines=", ".join(map(str, lines)))
                       for name, lines in loops.items())
     expect.true(not loops, _("{where}: this step asks for matrix products (@) instead of Python loops").format(

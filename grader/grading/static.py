@@ -41,6 +41,9 @@ class _Namespaces:
         self.envs: dict[str, dict[str, _Ref]] = {}
         self.bound_in: dict[str, dict[str, str]] = {}  # module -> name -> the unit that bound it last
         self.busy: set[str] = set()
+        # units this process could not parse for want of stack or memory: the worker, whose stack is shallower and
+        # whose recursion limit the learner's own code may raise, can still load them
+        self.unread: set[str] = set()
 
     def env(self, module: str) -> dict[str, _Ref]:
         if module in self.envs:
@@ -55,8 +58,10 @@ class _Namespaces:
             try:
                 tree = ast.parse(unit.source)
                 self._run(tree.body, env, module, unit.label)
-            except (SyntaxError, ValueError, RecursionError, MemoryError):
+            except (SyntaxError, ValueError):
                 pass  # the worker reports what does not load; what ran before it stays bound
+            except (RecursionError, MemoryError):
+                self.unread.add(unit.label)
             bound_in.update({k: unit.label for k, v in env.items() if before.get(k) is not v})
         self.busy.discard(module)
         self.envs[module] = env
@@ -194,7 +199,8 @@ def _locals(nodes: list[ast.AST]) -> set[str]:
 
 def analyse(sub: Submission) -> dict[str, Any]:
     """{"loops": {name: lines}} for the names that must be loop-free, each as the worker will find it: bound in
-    the first module (in the order the worker loads them) that binds it, by whatever binding comes last."""
+    the first module (in the order the worker loads them) that binds it, by whatever binding comes last; and
+    {"unread": [unit labels]}, the units of those modules this process could not parse (too deeply nested)."""
     spaces = _Namespaces(sub)
     loops: dict[str, list[int | str]] = {}
     for module, units in spaces.units.items():
@@ -207,5 +213,6 @@ def analyse(sub: Submission) -> dict[str, Any]:
                 if name in env and name not in loops:
                     loops[name] = spaces.loops(env[name], spaces.bound_in[module].get(name, units[0].label))
         except (RecursionError, MemoryError):
-            continue
-    return {"loops": loops}
+            spaces.unread.update(u.label for u in units)
+    # never silently loop-free: a unit too deep for us to parse may define these names, with loops
+    return {"loops": loops, "unread": sorted(spaces.unread)}
