@@ -104,7 +104,8 @@ def _dict(v: Any, where: str, limit: int = MAX_ENTRIES, keys: frozenset[str] | N
     if len(v) > limit:
         raise Malformed(where, f"{len(v)} entries (at most {limit})")
     for k in v:
-        _str(k, f"{where} key", MAX_NAME)
+        if type(k) is not str or len(k) > MAX_NAME:  # the where of a message is built only for a bad key
+            _str(k, f"{where} key", MAX_NAME)
         if keys is not None and k not in keys:
             raise Malformed(where, f"unexpected field {_key(k)}")
     for k in required:
@@ -138,12 +139,14 @@ def _facts(v: Any, where: str) -> dict[str, Any]:
         t = type(x)
         if t is dict:
             for k, item in x.items():
-                _str(k, f"{where} key", MAX_NAME)
+                if type(k) is not str or len(k) > MAX_NAME:
+                    _str(k, f"{where} key", MAX_NAME)
                 stack.append((item, depth + 1))
         elif t is list:
             stack.extend((item, depth + 1) for item in x)
         elif t is str:
-            _str(x, f"{where} value", MAX_TEXT)
+            if len(x) > MAX_TEXT:
+                _str(x, f"{where} value", MAX_TEXT)
         elif t is float:
             _number(x, f"{where} value")
         elif t not in (int, bool) and x is not None:
@@ -162,6 +165,8 @@ def _typed(v: Any, schema: Any, where: str) -> None:
     elif type(schema) is list:
         if type(v) is not list:
             raise Malformed(where, f"expected a list, got {type(v).__name__}")
+        if _all_of(v, schema[0]):  # a shape, a list of names: no message to prepare per item
+            return
         for i, item in enumerate(v):
             _typed(item, schema[0], f"{where}[{i}]")
     elif type(schema) is tuple and schema[0] == "nullable":
@@ -175,12 +180,24 @@ def _typed(v: Any, schema: Any, where: str) -> None:
     elif "map" in schema:
         if type(v) is not dict:
             raise Malformed(where, f"expected an object, got {type(v).__name__}")
+        if _all_of(v.values(), schema["map"]):
+            return
         for k, item in v.items():
             _typed(item, schema["map"], f"{where}[{_key(k)}]")
     else:  # fixed fields
         _dict(v, where, keys=frozenset(schema), required=schema)
         for k, t in schema.items():
             _typed(v[k], t, f"{where}.{k}")
+
+
+_SCALARS = {int: (int, bool), str: (str,), bool: (bool,)}  # what _typed accepts for each scalar schema
+
+
+def _all_of(items: Any, schema: Any) -> bool:
+    """Are all `items` of the scalar FACT_TYPES type `schema`? False for any other schema: the caller then checks
+    item by item (and says where)."""
+    ok = _SCALARS.get(schema) if type(schema) is type else None
+    return ok is not None and all(type(x) in ok for x in items)
 
 
 def validate_hello(doc: Any) -> tuple[dict[str, str], dict[str, dict[str, Any]]]:
