@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import pty
 import shutil
 import socket
 import tempfile
@@ -219,6 +220,15 @@ def attention_scores(inputs, query):
                 except OSError:
                     pass
         return bool(hits) or False
+    def read_outside():  # a kata file, and the terminal of the grader's user (what is typed there)
+        reached = []
+        for path in ({kata_file!r}, {terminal!r}):
+            try:
+                os.close(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY))
+                reached.append(path)
+            except OSError:
+                pass
+        return bool(reached) or False
     def reach_grader_socket():
         reached = []
         for fd in range(3, 1024):
@@ -244,7 +254,7 @@ def attention_scores(inputs, query):
         return bool(reached) or False
     return torch.tensor([
         blocked(lambda: socket.create_connection(("127.0.0.1", {port}), timeout=1).close()),
-        blocked(lambda: open({kata_file!r}).read()),
+        blocked(read_outside),
         blocked(lambda: open({outside!r}, "w").write("x")),
         blocked(lambda: os.kill({grader_pid}, 0)),
         blocked(fork_many),
@@ -288,7 +298,8 @@ LAYERS = (
     Layer("no TCP (network namespace, Landlock or seccomp)",
           ("network_namespace", "landlock_no_tcp", "seccomp_no_sockets"),
           "connect to a port the grader listens on"),
-    Layer("kata files unreadable (Landlock)", ("landlock_filesystem",), "read solutions/ from disk", True),
+    Layer("kata files unreadable (Landlock)", ("landlock_filesystem",),
+          "read solutions/ from disk; open a terminal of the grader's user (/dev/pts)", True),
     Layer("writes only in its own folder (Landlock)", ("landlock_filesystem",), "write a file outside its folder"),
     Layer("cannot signal the grader (PID namespace, Landlock scope or other user)",
           ("pid_namespace", "landlock_signal_scope", "unprivileged_user"), "send a signal to the grader process"),
@@ -367,6 +378,7 @@ def diagnose(secret: str | None = None, config: dict[str, Any] | None = None) ->
     by_path.bind(pathname)
     os.chmod(pathname, 0o777)
     by_path.listen(1)
+    terminal_fds = pty.openpty()  # a terminal of this user's, as the one an instructor runs a batch in
     datagram = os.path.join(outside_dir, "grader.dgram")
     by_datagram = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     by_datagram.bind(datagram)
@@ -374,7 +386,8 @@ def diagnose(secret: str | None = None, config: dict[str, Any] | None = None) ->
     src = PROBE.format(hunt=HUNT, ref_names=tuple(reference.namespace()), ref_needles=needles,
                        secret_needle=list(held[0]), port=listener.getsockname()[1],
                        kata_file=str(reference.solutions_dir() / "dot_scores.py"), outside=outside,
-                       grader_pid=os.getpid(), abstract=abstract, pathname=pathname, datagram=datagram, shm_key=shm_key)
+                       grader_pid=os.getpid(), abstract=abstract, pathname=pathname, datagram=datagram, shm_key=shm_key,
+                       terminal=os.ttyname(terminal_fds[1]))
     worker = Worker([("doctor", "doctor.py", textwrap.dedent(src))], config or {})
     try:
         layers = worker.confined(60)
@@ -390,6 +403,8 @@ def diagnose(secret: str | None = None, config: dict[str, Any] | None = None) ->
         unix.close()
         by_path.close()
         by_datagram.close()
+        for fd in terminal_fds:
+            os.close(fd)
         if shm >= 0:
             libc.shmctl(shm, 0, None)  # IPC_RMID
     escaped = os.path.exists(outside)
