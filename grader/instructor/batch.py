@@ -374,14 +374,13 @@ def screen(path: Path) -> tuple[str, str]:
     for u in units:
         try:
             compile(u.source, u.label, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+            return "", ""  # one unit that parses is enough to grade (the rest are parsed only if all fail)
         except SyntaxError as exc:
             errors.append(f"{u.label}, line {exc.lineno}: {exc.msg}")
         except (ValueError, RecursionError, MemoryError) as exc:
             errors.append(f"{u.label}: {type(exc).__name__}")
-    if len(errors) == len(units):
-        first = errors[0] if len(errors) == 1 else errors[0] + ", …"
-        return UNREADABLE, _("syntax error in every file ({first})").format(first=first)
-    return "", ""
+    first = errors[0] if len(errors) == 1 else errors[0] + ", …"  # here, no unit parses
+    return UNREADABLE, _("syntax error in every file ({first})").format(first=first)
 
 
 def pending(entries: list[Entry], done: set[str]) -> list[list[Entry]]:
