@@ -202,7 +202,7 @@ def run_case(ns: dict[str, Any], case: dict[str, Any], inputs: dict[str, torch.T
 
 def serve(sock: socket.socket) -> None:
     """Worker main loop: receive the submission, load it, then answer one request per step."""
-    _, setup = channel.decode(channel.recv_msg(sock))
+    _, setup = channel.decode_request(channel.recv_msg(sock))
     cpu = {"forked": time.process_time()}  # where a worker's CPU goes: benchmarks/bench_grade.py prints it
     sandbox.confine(setup.get("config") or {})
     printed = sys.stdout  # the capped output, taken before any learner code could replace it
@@ -223,7 +223,7 @@ def serve(sock: socket.socket) -> None:
             request = channel.recv_msg(sock)
         except EOFError:
             return
-        tensors, doc = channel.decode(request)
+        tensors, doc = channel.decode_request(request)
         report: dict[str, Any] = {}
         out: dict[str, torch.Tensor] = {}
         names = tuple(doc["names"])
