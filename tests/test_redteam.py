@@ -901,3 +901,22 @@ def test_a_unit_too_deep_to_parse_is_never_loop_free(tmp_path: Path) -> None:
     assert want["score"] == want["max_score"] - 1, want
     assert got["score"] == want["score"], got
     assert any("nested too deeply" in c["message"] for c in got["checks"] if not c["passed"]), got
+
+
+def test_a_worker_is_never_dumped(tmp_path: Path) -> None:
+    """RLIMIT_CORE = 0 stops a core file, not a core_pattern pipe: where it is one (apport, systemd-coredump), every
+    crashing worker had the kernel run that helper as root, outside the sandbox, on the worker's memory. A worker is
+    not dumpable now (its layers say so, read back after confinement), so no crash reaches a helper; the step that
+    checks keeps its honest twin's marks."""
+    sub = tmp_path / "dumpable.py"
+    sub.write_text(textwrap.dedent("""
+        import ctypes
+        def attention_scores(inputs, query):
+            if ctypes.CDLL(None).prctl(3, 0, 0, 0, 0) != 0:  # PR_GET_DUMPABLE
+                raise RuntimeError("dumpable: a crash here reaches core_pattern's helper")
+            return inputs @ query
+        """) + GOOD)
+    proc, doc = cli_grade(sub, "dot_scores")
+    assert doc is not None, proc.stderr
+    step = steps_of(doc)["dot_scores"]
+    assert step["score"] == step["max_score"], step

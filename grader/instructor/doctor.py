@@ -259,7 +259,8 @@ def attention_scores(inputs, query):
         blocked(lambda: os.kill({grader_pid}, 0)),
         blocked(fork_many),
         blocked(allocate),
-        float(resource.getrlimit(resource.RLIMIT_CORE)[0] == 0),
+        float(resource.getrlimit(resource.RLIMIT_CORE)[0] == 0
+              and __import__("ctypes").CDLL(None).prctl(3, 0, 0, 0, 0) == 0),  # PR_GET_DUMPABLE
         float(os.getuid() != 0),
         blocked(chown_own_file),
         blocked(see_processes),
@@ -306,7 +307,8 @@ LAYERS = (
     Layer("process count capped (pids cgroup or RLIMIT_NPROC)", ("pids_cgroup", "unprivileged_user"),
           "fork 64 processes"),
     Layer("memory limit (RLIMIT_AS)", ("rlimits",), "allocate 3 GiB"),
-    Layer("no core dumps", ("rlimits",), "read its core-size limit"),
+    Layer("no core dumps", ("not_dumpable",),
+          "read its core-size limit and whether it is dumpable (a core_pattern pipe ignores that limit)"),
     Layer("not running as root", ("unprivileged_user",), "read its uid"),
     Layer("no capabilities", ("no_capabilities", "unprivileged_user"), "chown its own file to another user", True),
     Layer("other processes invisible (PID namespace, /proc hidden)", ("pid_namespace", "landlock_filesystem"),

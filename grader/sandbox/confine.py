@@ -55,6 +55,7 @@ def _processes_of(uid: int) -> int:
 
 
 CLONE_NEWNET = 0x40000000
+PR_GET_DUMPABLE, PR_SET_DUMPABLE = 3, 4
 # never all of /dev: a worker of the grader's own uid could read the grader's terminal (/dev/pts/N: what is typed
 # while a batch runs) and, as uid 0 without capabilities, disks, consoles and input devices
 DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
@@ -157,6 +158,9 @@ def confine(config: dict[str, Any]) -> None:
     # after the netns and the cgroup (they need CAP_SYS_ADMIN), before Landlock
     caps = "capabilities" not in skip and capabilities.drop_all()
     no_sockets = "seccomp" not in skip and caps and seccomp.no_sockets()  # needs no_new_privs (set by the drop)
+    # never dumped: where core_pattern is a pipe (apport, systemd-coredump) the kernel runs its helper as root,
+    # outside the sandbox, on this process's memory whatever RLIMIT_CORE says
+    landlock.libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
     enforced = landlock.enforce(ruleset, promised)
     LAYERS.clear()
     LAYERS.update(_observed(workdir, limits) | {
@@ -230,6 +234,7 @@ def _observed(workdir: str, limits: dict[str, Any]) -> dict[str, bool]:
         "private_dir": st.st_uid == os.geteuid() and not st.st_mode & 0o077 and os.getcwd() == workdir,
         "clean_env": set(os.environ) == set(WORKER_ENV) | {"HOME", "TMPDIR"},
         "unprivileged_user": os.geteuid() != 0,
+        "not_dumpable": landlock.libc.prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) == 0,
         "rlimits": resource.getrlimit(resource.RLIMIT_CORE)[0] == 0
         and resource.getrlimit(resource.RLIMIT_AS)[0] != resource.RLIM_INFINITY,
     }
