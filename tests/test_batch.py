@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import stat
@@ -119,6 +120,22 @@ def test_sigkill_then_resume_gives_identical_reports(klass: Path, tmp_path: Path
     assert _reports(out) == _reports(full_out)
     assert (out / "gradebook.csv").read_text(encoding="utf-8") == (full_out / "gradebook.csv").read_text(
         encoding="utf-8")
+
+
+def test_resume_writes_the_report_of_a_late_copy(klass: Path, tmp_path: Path,
+                                                 uninterrupted: tuple[Path, subprocess.CompletedProcess]) -> None:
+    """A late upload identical to a graded one is not graded again (its result is in the index), yet it gets its own
+    report: final_records writes every report that grading did not write in this run."""
+    full_out, _ = uninterrupted
+    late, out = tmp_path / "in", tmp_path / "out"
+    shutil.copytree(klass, late)
+    shutil.copy(klass / "student000.ipynb", late / "late.ipynb")
+    shutil.copytree(full_out, out)
+    proc = _run(["batch", str(late), "--out", str(out), "--resume"])
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    reports = _reports(out)
+    assert reports["late.json"]["student"] == "late"
+    assert reports["late.json"]["steps"] == reports["student000.json"]["steps"]
 
 
 # ---------------------------------------------------------------- discovery and archives (no grading)

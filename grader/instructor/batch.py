@@ -324,10 +324,11 @@ def run_batch(*, directory: str | Path, out: str | Path, jobs: int | None = None
             groups = pending(entries, index.keys())
             if start:
                 start(len(entries), len(entries) - sum(len(g) for g in groups))
+            written: set[str] = set()  # the reports grade_groups wrote as they came: final_records need not again
             failures = grade_groups(groups, index, out, version, shash, jobs=jobs, secret=secret, timeout=timeout,
                                     lang=lang, progress=progress, allow_weak_sandbox=allow_weak_sandbox,
-                                    steps=steps)
-            reports = final_records(entries, index, out, failures, lang)
+                                    steps=steps, written=written)
+            reports = final_records(entries, index, out, failures, lang, written)
         finally:
             index.close()
     finally:
@@ -395,8 +396,9 @@ def pending(entries: list[Entry], done: set[str]) -> list[list[Entry]]:
 def grade_groups(groups: list[list[Entry]], index: Index, out: Path, version: str, shash: str, *,
                  jobs: int | None, secret: str, timeout: float | None, lang: str,
                  progress: Callable[[int], Any] | None, allow_weak_sandbox: bool,
-                 steps: list[str] | None = None) -> dict[str, str]:
-    """Grade each group in the pool, index and write each report as it arrives; the failures, by slug."""
+                 steps: list[str] | None = None, written: set[str] | None = None) -> dict[str, str]:
+    """Grade each group in the pool, index and write each report as it arrives (its slug added to `written`);
+    the failures, by slug."""
     failures: dict[str, str] = {}
     if not groups:
         return failures
@@ -416,6 +418,8 @@ def grade_groups(groups: list[list[Entry]], index: Index, out: Path, version: st
                 index.put(group[0], version, shash, report, secs)
                 for e in group:
                     _write_report(out, e, report)
+                    if written is not None:
+                        written.add(e.slug)
             if progress:
                 progress(len(group))
 
@@ -434,13 +438,14 @@ def grade_groups(groups: list[list[Entry]], index: Index, out: Path, version: st
 
 
 def final_records(entries: list[Entry], index: Index, out: Path, failures: dict[str, str],
-                  lang: str) -> dict[str, dict[str, Any] | None]:
-    """Exactly one record per submission, from the index: its report and feedback, or why there is none."""
+                  lang: str, written: set[str] | frozenset[str] = frozenset()) -> dict[str, dict[str, Any] | None]:
+    """Exactly one record per submission, from the index: its report (written unless it is in `written`: the
+    same JSON, written as it came) and feedback, or why there is none."""
     reports: dict[str, dict[str, Any] | None] = {}
     for e in entries:
         rep = index.get(e.key) if e.key else None
         if rep is not None:
-            rep = _write_report(out, e, rep)
+            rep = _labelled(e, rep) if e.slug in written else _write_report(out, e, rep)
             e.status = OVER_BUDGET if over_budget(rep, lang) else GRADED
             reports[e.slug] = rep
             write_atomic(out / "feedback" / f"{e.slug}.txt", feedback_text(e.student, rep, lang=lang))
