@@ -920,3 +920,52 @@ def test_a_worker_is_never_dumped(tmp_path: Path) -> None:
     assert doc is not None, proc.stderr
     step = steps_of(doc)["dot_scores"]
     assert step["score"] == step["max_score"], step
+
+
+def test_loops_bound_where_the_text_cannot_be_followed_are_not_loop_free(tmp_path: Path) -> None:
+    """The worker grades the function it finds after every file has run; the grader reads the text. A second file
+    rebinding the loop-free `def` with a looping one (setattr by a computed name, sys.modules, a swapped
+    __code__, exec of a string) scored 5 of 5; each now loses the loop point, as a plain loop does (4 of 5).
+    map() is a loop by another name. Honest code that calls model.eval(), setattr(self, ...) and assigns a
+    layer's weights (exercise 3.1) keeps 5 of 5."""
+    clean = (SOLUTIONS / "all_tokens.py").read_text()
+    loopy = ("def _loopy(inputs):\n    import torch\n"
+             "    return torch.stack([inputs @ row for row in inputs])\n")
+    attacks = {
+        "setattr": loopy + "import all_tokens\nsetattr(all_tokens, 'all_' + 'attention_scores', _loopy)\n",
+        "sys_modules": loopy + "import sys\nsys.modules['all_tokens'].__dict__['all_attention_scores'] = _loopy\n",
+        "code": loopy + "import all_tokens as a\nf = getattr(a, 'all_attention' + '_scores')\n"
+                        "f.__code__ = _loopy.__code__\n",
+        "exec": "exec('import all_tokens, torch\\nall_tokens.all_attention_scores = "
+                "lambda x: torch.stack([x @ r for r in x])')\n",
+        "map": None,
+    }
+    scores = {}
+    for name, extra in attacks.items():
+        ws = tmp_path / name
+        ws.mkdir()
+        if extra is None:
+            (ws / "all_tokens.py").write_text(clean.replace(
+                "return inputs @ inputs.T", "return torch.stack(list(map(lambda q: inputs @ q, inputs)))"))
+        else:
+            (ws / "all_tokens.py").write_text(clean)
+            (ws / "softmax.py").write_text(extra)  # another step's file, loaded after all_tokens
+        step = engine.grade(ws, steps=["all_tokens"]).steps[0]
+        scores[name] = step.score
+        loops = next(c for c in step.checks if "loop" in c.name.lower())
+        assert not loops.passed, (name, [(c.name, c.message) for c in step.checks])
+    assert set(scores.values()) == {4.0}, scores
+    honest = tmp_path / "honest"
+    honest.mkdir()
+    (honest / "all_tokens.py").write_text(clean + textwrap.dedent("""
+        class Probe(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                for i in range(2):
+                    setattr(self, f"layer_{i}", torch.nn.Linear(3, 2))
+        probe = Probe()
+        probe.eval()
+        probe.layer_0.weight = torch.nn.Parameter(probe.layer_1.weight.T.T.clone())
+        """))
+    step = engine.grade(honest, steps=["all_tokens"]).steps[0]
+    assert step.score == step.max_score, [(c.name, c.message) for c in step.checks if not c.passed]

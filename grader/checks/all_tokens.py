@@ -62,6 +62,11 @@ def _check(r: Outcome) -> None:
     expect.true(not unread, _("{units}: nested too deeply for the grader to read, so it cannot tell whether these "
                               "functions are free of loops; split the long expression up").format(
         units=", ".join(map(str, unread))))
+    dynamic = r.static.get("dynamic") or []
+    expect.true(not dynamic, _("line {lines}: names are bound at run time there (setattr, exec, globals(), "
+                               "sys.modules, __code__ …), which the grader cannot follow to tell whether these "
+                               "functions are free of loops; define them with a plain def").format(
+        lines=", ".join(map(str, dynamic))))
     where = "; ".join(_("{name} loops at line {lines}").format(name=name, lines=", ".join(map(str, lines)))
                       for name, lines in loops.items())
     expect.true(not loops, _("{where}: this step asks for matrix products (@) instead of Python loops").format(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import contextlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -10,8 +11,18 @@ from grader.grading.ingest import Submission, Unit
 from grader.registry import BY_ID
 
 LOOPS = (ast.For, ast.While, ast.AsyncFor, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+# calls that loop in Python over their arguments: a loop by another name
+LOOP_CALLS = {"map", "filter", "reduce", "starmap", "accumulate"}
 # the functions a check asks to be loop-free (step 4: "no Python loops")
 LOOP_FREE = BY_ID["all_tokens"].names
+# what can bind a function of the submission where a reading of its text cannot follow (another file's setattr,
+# exec of a string, globals(), sys.modules, a swapped __code__): where one is used, "no Python loops" cannot be
+# vouched for. Builtins count when called by their bare name (`model.eval()` is not eval)
+DYNAMIC_BUILTINS = {"setattr", "exec", "eval", "compile", "globals", "vars", "locals", "__import__"}
+DYNAMIC_METHODS = {"import_module", "reload"}
+DYNAMIC_DUNDERS = {"__code__", "__dict__", "__globals__", "__defaults__", "__kwdefaults__", "__call__", "__class__",
+                   "__wrapped__"}
+_TRIGGERS = (*DYNAMIC_BUILTINS, *DYNAMIC_METHODS, *DYNAMIC_DUNDERS, "modules")
 
 
 @dataclass(frozen=True)
@@ -44,6 +55,7 @@ class _Namespaces:
         # units this process could not parse for want of stack or memory: the worker, whose stack is shallower and
         # whose recursion limit the learner's own code may raise, can still load them
         self.unread: set[str] = set()
+        self.trees: dict[int, ast.Module] = {}  # id(unit) -> its parse, for the scan of run-time bindings
 
     def env(self, module: str) -> dict[str, _Ref]:
         if module in self.envs:
@@ -57,6 +69,7 @@ class _Namespaces:
             before = dict(env)
             try:
                 tree = ast.parse(unit.source)
+                self.trees[id(unit)] = tree
                 self._run(tree.body, env, module, unit.label)
             except (SyntaxError, ValueError):
                 pass  # the worker reports what does not load; what ran before it stays bound
@@ -169,7 +182,7 @@ class _Namespaces:
             seen.add(id(ref.node))
             nodes = list(ast.walk(ref.node))
             for n in nodes:
-                if isinstance(n, LOOPS):
+                if isinstance(n, LOOPS) or (isinstance(n, ast.Call) and _called(n) in LOOP_CALLS):
                     found.add(n.lineno if ref.label == label else f"{n.lineno} ({ref.label})")
             env = self.env(ref.module)
             local = _locals(nodes)
@@ -183,6 +196,39 @@ class _Namespaces:
                     if isinstance(root, ast.Name) and root.id not in local:
                         todo.append(self.resolve(self._attribute(n, env)))
         return sorted(found, key=lambda x: (isinstance(x, str), x if isinstance(x, int) else 0, str(x)))
+
+
+def _called(call: ast.Call) -> str:
+    """The name a call is made by: `f(...)` -> f, `a.b.f(...)` -> f."""
+    f = call.func
+    return f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+
+
+def _dynamic_lines(tree: ast.AST) -> list[int]:
+    """Lines that may bind names where the symbolic run cannot see: a call of a DYNAMIC_BUILTINS name (but
+    `setattr(self, ...)`, as a module's __init__ names its layers) or of a DYNAMIC_METHODS method, `sys.modules`,
+    and an assignment to a DYNAMIC_DUNDERS attribute or to an attribute named like a loop-free function."""
+    lines = []
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Call):
+            f, first = n.func, n.args[0] if n.args else None
+            while isinstance(first, ast.Attribute):
+                first = first.value
+            own = f.id == "setattr" and isinstance(first, ast.Name) and first.id in ("self", "cls") \
+                if isinstance(f, ast.Name) else False
+            builtin = isinstance(f, ast.Name) and f.id in DYNAMIC_BUILTINS and not own
+            method = isinstance(f, ast.Attribute) and (f.attr in DYNAMIC_METHODS or (
+                isinstance(f.value, ast.Name) and f.value.id == "builtins"))
+            if builtin or method:
+                lines.append(n.lineno)
+        elif (isinstance(n, ast.Attribute) and n.attr == "modules" and isinstance(n.value, ast.Name)
+              and n.value.id == "sys"):
+            lines.append(n.lineno)
+        elif isinstance(n, ast.Assign | ast.AugAssign | ast.AnnAssign):
+            for t in n.targets if isinstance(n, ast.Assign) else [n.target]:
+                if isinstance(t, ast.Attribute) and (t.attr in DYNAMIC_DUNDERS or t.attr in LOOP_FREE):
+                    lines.append(n.lineno)
+    return lines
 
 
 def _locals(nodes: list[ast.AST]) -> set[str]:
@@ -215,4 +261,14 @@ def analyse(sub: Submission) -> dict[str, Any]:
         except (RecursionError, MemoryError):
             spaces.unread.update(u.label for u in units)
     # never silently loop-free: a unit too deep for us to parse may define these names, with loops
-    return {"loops": loops, "unread": sorted(spaces.unread)}
+    # every unit, whether or not it names the functions: another file may rebind them by a computed name
+    dynamic = []
+    for unit in sub.units:
+        tree = spaces.trees.get(id(unit))
+        if tree is None and any(t in unit.source for t in _TRIGGERS):
+            # a unit that does not parse here is reported above (unread) or by the worker
+            with contextlib.suppress(SyntaxError, ValueError, RecursionError, MemoryError):
+                tree = ast.parse(unit.source)
+        if tree is not None:
+            dynamic += [f"{line} ({unit.label})" for line in _dynamic_lines(tree)]
+    return {"loops": loops, "unread": sorted(spaces.unread), "dynamic": dynamic[:5]}
