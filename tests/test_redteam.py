@@ -969,3 +969,25 @@ def test_loops_bound_where_the_text_cannot_be_followed_are_not_loop_free(tmp_pat
         """))
     step = engine.grade(honest, steps=["all_tokens"]).steps[0]
     assert step.score == step.max_score, [(c.name, c.message) for c in step.checks if not c.passed]
+
+
+def test_worker_directories_of_a_killed_grader_are_swept(tmp_path: Path) -> None:
+    """A grading process killed mid-check (a daemon stopped, a batch SIGKILLed) left its workers' directories in
+    the temp dir for good. The next grading process removes those of processes that are gone, keeps a live
+    one's, and leaves none of its own."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    dead = tmp / f"attn-kata-worker-{gone.pid}-abc"
+    live = tmp / f"attn-kata-worker-{os.getpid()}-def"
+    other = tmp / "attn-kata-worker-notapid"
+    for d in (dead, live, other):
+        d.mkdir()
+    env = {**os.environ, "TMPDIR": str(tmp), "ATTN_KATA_NO_DAEMON": "1"}
+    proc = subprocess.run([sys.executable, "-m", "grader", "grade", str(SOLUTIONS), "--step", "dot_scores",
+                           "--format", "json"], capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert json.loads(proc.stdout)["score"] == 5
+    left = sorted(p.name for p in tmp.iterdir() if p.name.startswith("attn-kata-worker-"))
+    assert left == sorted([live.name, other.name]), left

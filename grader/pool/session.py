@@ -53,6 +53,34 @@ class WorkerLost(Exception):
         self.detail = detail
 
 
+WORKDIR_PREFIX = "attn-kata-worker-"
+_swept = False
+
+
+def _workdir() -> str:
+    """A worker's private directory, named after this grading process: once per process, the directories of
+    grading processes that are gone (killed mid-batch, a daemon stopped mid-check) are removed, so the temp
+    dir does not collect them. A pid reused by a live process only keeps its directory a while longer."""
+    global _swept
+    if not _swept:
+        _swept = True
+        tmp = tempfile.gettempdir()
+        with contextlib.suppress(OSError):
+            for entry in os.scandir(tmp):
+                owner = entry.name[len(WORKDIR_PREFIX):].split("-", 1)[0]
+                if not (entry.name.startswith(WORKDIR_PREFIX) and owner.isdigit()) or int(owner) == os.getpid():
+                    continue
+                try:
+                    if not entry.is_dir(follow_symlinks=False) or entry.stat().st_uid != os.getuid():
+                        continue
+                    os.kill(int(owner), 0)  # the grading process is alive: keep it
+                except (ProcessLookupError, PermissionError):  # gone (its pid free, or now another user's)
+                    shutil.rmtree(entry.path, ignore_errors=True)
+                except OSError:
+                    pass
+    return tempfile.mkdtemp(prefix=f"{WORKDIR_PREFIX}{os.getpid()}-")
+
+
 class Worker:
     def __init__(self, units: list[tuple[str, str, str]], config: dict[str, Any]):
         self.sock, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -73,7 +101,7 @@ class Worker:
         except (OSError, AttributeError):
             self.pidfd = None
         self.alive = True
-        self.workdir = tempfile.mkdtemp(prefix="attn-kata-worker-")
+        self.workdir = _workdir()
         setup = {"units": units, "config": {**config, "workdir": self.workdir, "pid": self.pid}}
         channel.send_msg(self.sock, channel.encode({}, setup))
 
