@@ -425,7 +425,8 @@ TIMEOUT = 8.0  # per step: the infinite loops cost this much each; generous for 
 
 
 def _temp_worker_dirs() -> set[str]:
-    return {p.name for p in Path(tempfile.gettempdir()).glob("attn-kata-worker-*")}
+    """This process's workers' directories (named after it: other graders on the machine have their own)."""
+    return {p.name for p in Path(tempfile.gettempdir()).glob(f"attn-kata-worker-{os.getpid()}-*")}
 
 
 @pytest.fixture(scope="module")
