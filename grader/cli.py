@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from grader import i18n
-from grader.cli_args import complete_steps, step_ids
+from grader.cli_args import complete_steps, secret_value, step_ids
 from grader.i18n import _
 from grader.registry import STEPS
 from grader.settings import DEFAULT_TIMEOUT
@@ -212,8 +212,8 @@ def hint(obj: dict, step: str, workspace: Path, show_all: bool) -> None:
 @click.argument("path", type=click.Path(path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "gradescope", "prairielearn"]), default="table",
               show_default=True)
-@click.option("--secret", envvar="ATTN_KATA_SECRET", default=None, help="Key for the hidden cases "
-              "(or ATTN_KATA_SECRET).")
+@click.option("--secret", envvar="ATTN_KATA_SECRET", default=None, callback=secret_value,
+              help="Key for the hidden cases, or @FILE holding it (or ATTN_KATA_SECRET).")
 @click.option("--step", "steps", multiple=True, help="Grade only these steps (repeatable).")
 @click.option("--timeout", type=TIMEOUT, default=DEFAULT_TIMEOUT, show_default=True,
               help="Seconds allowed per step.")
@@ -301,7 +301,7 @@ def solution(obj: dict, step: str, workspace: Path) -> None:
 
 
 @main.command()
-@click.option("--secret", envvar="ATTN_KATA_SECRET", default=None,
+@click.option("--secret", envvar="ATTN_KATA_SECRET", default=None, callback=secret_value,
               help="Check for instructor grading with this key: the worker hunts for it; exit 1 if a needed layer "
               "is missing.")
 def doctor(secret: str | None) -> None:
@@ -344,8 +344,8 @@ def steps(obj: dict) -> None:
               help="Where the gradebook, reports, feedback and the index go.")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Parallel graders (default: all cores).")
 @click.option("--resume", is_flag=True, help="Keep what OUT's index already holds; grade only what is missing.")
-@click.option("--secret", envvar="ATTN_KATA_SECRET", default=None, help="Key for the hidden cases "
-              "(or ATTN_KATA_SECRET).")
+@click.option("--secret", envvar="ATTN_KATA_SECRET", default=None, callback=secret_value,
+              help="Key for the hidden cases, or @FILE holding it (or ATTN_KATA_SECRET).")
 @click.option("--timeout", type=TIMEOUT, default=DEFAULT_TIMEOUT, show_default=True,
               help="Seconds allowed per step.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no summary (for scripts).")
@@ -393,7 +393,7 @@ def gradescope() -> None:
 @gradescope.command("build")
 @click.option("--out", type=click.Path(path_type=Path, dir_okay=False), default=Path("autograder.zip"),
               show_default=True)
-@click.option("--secret", envvar="ATTN_KATA_SECRET", default=None,
+@click.option("--secret", envvar="ATTN_KATA_SECRET", default=None, callback=secret_value,
               help="Bake this key for the hidden cases into the zip (or ATTN_KATA_SECRET).")
 def gradescope_build(out: Path, secret: str | None) -> None:
     """The zip Gradescope's autograder setup takes as is (setup.sh, run_autograder, the kata)."""

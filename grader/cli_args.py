@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import click
 from click.shell_completion import CompletionItem
@@ -31,3 +32,24 @@ def complete_steps(ctx: click.Context, param: click.Parameter, incomplete: str) 
 
     return [CompletionItem(s.id, help=step_title(s)) for s in STEPS
             if s.id.startswith(incomplete) or str(s.number) == incomplete]
+
+
+def secret_value(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """--secret KEY, or --secret @FILE (the key in a file, as curl reads @file), or ATTN_KATA_SECRET. A key typed
+    on the command line is visible to every user of the machine in `ps`: said once, on stderr."""
+    if value is None:
+        return None
+    if value.startswith("@"):
+        path = Path(value[1:]).expanduser()
+        try:
+            key = path.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise click.BadParameter(f"cannot read the key from {path}: {getattr(exc, 'strerror', None) or exc}",
+                                     ctx=ctx, param=param) from None
+        if not key:
+            raise click.BadParameter(f"{path} holds no key", ctx=ctx, param=param)
+        return key
+    if ctx.get_parameter_source(param.name or "") is click.core.ParameterSource.COMMANDLINE:
+        click.echo("attn-kata: note: a --secret typed on the command line is visible to other users of this machine "
+                   "(ps); prefer ATTN_KATA_SECRET or --secret @FILE", err=True)
+    return value

@@ -117,3 +117,22 @@ def test_lang_before_or_after_the_subcommand_and_version() -> None:
     assert missing.returncode == 2 and "--lang" in missing.stderr
     version = kata("--version")
     assert version.returncode == 0 and version.stdout.startswith("attn-kata, version ")
+
+
+def test_the_secret_can_come_from_a_file_and_a_typed_one_is_warned_about(tmp_path: Path) -> None:
+    """--secret @FILE reads the key (other users see a typed one in `ps`): the same report as the key typed,
+    which gets a note on stderr; a missing file is a usage error (exit 2)."""
+    key = tmp_path / "key.txt"
+    key.write_text("term-2 key\n")
+    # a wrong answer's messages quote values of the hidden inputs, which the key draws
+    args = ("grade", str(ROOT / "tests" / "fixtures" / "buggy" / "dot_abs.py"), "--step", "dot_scores", "--format",
+            "json")
+    from_file = kata(*args, "--secret", f"@{key}")
+    typed = kata(*args, "--secret", "term-2 key")
+    assert from_file.returncode == typed.returncode == 0, from_file.stderr
+    assert from_file.stdout == typed.stdout
+    assert "visible to other users" in typed.stderr and "visible" not in from_file.stderr
+    other = kata(*args, "--secret", "another key")
+    assert other.returncode == 0 and other.stdout != typed.stdout  # the key is used, not ignored
+    missing = kata(*args, "--secret", f"@{tmp_path / 'nope'}")
+    assert missing.returncode == 2 and "cannot read the key" in missing.stderr
