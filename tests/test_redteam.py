@@ -12,6 +12,7 @@ import os
 import platform
 import re
 import secrets
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -991,3 +992,33 @@ def test_worker_directories_of_a_killed_grader_are_swept(tmp_path: Path) -> None
     assert json.loads(proc.stdout)["score"] == 5
     left = sorted(p.name for p in tmp.iterdir() if p.name.startswith("attn-kata-worker-"))
     assert left == sorted([live.name, other.name]), left
+
+
+def test_a_reference_kept_outside_the_kata_is_hidden_too(tmp_path: Path) -> None:
+    """ATTN_KATA_SOLUTIONS may name a reference outside the kata (a course repository). Where that lies under
+    something a worker may read (here the venv, as an editable course install would put it), only the kata's
+    own folder was left out of the grants: a worker read the reference. The folder holding it is hidden now."""
+    from grader.sandbox import landlock
+
+    assert landlock.abi() >= 1, "this machine has no Landlock: `attn-kata doctor` says so, and CI's kernel has it"
+    course = Path(sys.prefix) / "share" / f"attn-kata-course-{os.getpid()}"
+    try:
+        shutil.copytree(SOLUTIONS, course / "solutions", ignore=shutil.ignore_patterns("__pycache__"))
+        target = course / "solutions" / "dot_scores.py"
+        p = tmp_path / "peek.py"
+        p.write_text(textwrap.dedent(f"""
+            def attention_scores(inputs, query):
+                try:
+                    open({str(target)!r}).read()
+                    return inputs @ query  # the reference was readable: the right answer
+                except OSError:
+                    return inputs.sum(dim=1)
+            """))
+        env = {**os.environ, "ATTN_KATA_SOLUTIONS": str(course / "solutions"), "ATTN_KATA_NO_DAEMON": "1"}
+        proc = subprocess.run([sys.executable, "-m", "grader", "grade", str(p), "--step", "dot_scores", "--format",
+                               "json", "--secret", "k"], capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        step = json.loads(proc.stdout)["steps"][0]
+        assert step["score"] <= 1, step  # wrong values: the worker could not open the reference
+    finally:
+        shutil.rmtree(course, ignore_errors=True)

@@ -391,6 +391,11 @@ def _zygote_env() -> dict[str, str]:
             "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "ATTN_KATA_TEST_FAULTS")
     env = {k: os.environ[k] for k in keep if k in os.environ}
     env.setdefault("OMP_NUM_THREADS", "1")
+    # a reference kept outside the kata (ATTN_KATA_SOLUTIONS): the folder that holds it is hidden from workers
+    # too, should it lie under something they may read (a path, not the variable: the zygote never reads it)
+    override = os.environ.get("ATTN_KATA_SOLUTIONS")
+    if override:
+        env["ATTN_KATA_HIDE"] = os.path.dirname(os.path.realpath(override))
     # malloc's heap in transparent huge pages: the ~80 MB that importing torch leaves there is then a few
     # dozen page-table entries instead of ~20k, which roughly halves what each fork and each worker's exit
     # cost (benchmarks/bench_grade.py). glibc < 2.35 ignores the tunable.

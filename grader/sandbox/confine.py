@@ -72,7 +72,10 @@ def readable_paths() -> list[str]:
     paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, "/usr", "/lib", "/lib64", "/etc",
              "/sys/devices/system/cpu", *DEVICES}
     paths |= {p for p in sys.path if p and os.path.isdir(p)}
-    return grants_without(sorted(p for p in paths if os.path.exists(p)), ROOT)
+    grants = grants_without(sorted(p for p in paths if os.path.exists(p)), ROOT)
+    for extra in filter(None, os.environ.get("ATTN_KATA_HIDE", "").split(os.pathsep)):
+        grants = grants_without(grants, Path(extra))  # a reference kept outside the kata (grader/pool/zygote.py)
+    return grants
 
 
 def grants_without(paths: list[str], hidden: Path) -> list[str]:
