@@ -218,3 +218,22 @@ def test_every_place_a_learner_reads_carries_the_diagnosis(lang: str) -> None:
     for message in said:
         assert html.escape(message) in page
         assert message in feedback
+
+
+def test_silent_names_in_another_order_are_named_in_the_diagnosis(tmp_path: Path) -> None:
+    """Projections whose names say nothing (a, b, c) are taken as query, key, value in the order they are
+    defined (tests/fixtures/correct/p_silent_names.py: full marks). Defined key, query, value instead, the
+    values differ, and the diagnosis says which names were taken by order and how to name them, in both
+    languages; the book-order twin gets no such diagnosis."""
+    src = (FIXTURES / "correct" / "p_silent_names.py").read_text()
+    i = src.index("class MultiHeadAttention")
+    swapped = src[:i] + src[i:].replace("q, k, v = (f(x)", "k, q, v = (f(x)", 1)  # a is the key layer now
+    p = tmp_path / "kqv.py"
+    p.write_text(swapped)
+    for lang, words in (("en", "in the order your __init__ defines them"), ("zh", "__init__")):
+        step = grade(p, steps=["multihead_attention"], lang=lang).steps[0]
+        assert step.score < step.max_score
+        found = [d for d in step.diagnoses if d["id"] == "roles_by_order"]
+        assert found and words in found[0]["message"] and "a.weight" in found[0]["message"], step.diagnoses
+    twin = grade(FIXTURES / "correct" / "p_silent_names.py", steps=["multihead_attention"]).steps[0]
+    assert twin.score == twin.max_score and not twin.diagnoses

@@ -54,6 +54,7 @@ CORRECT_STEPS: dict[str, set[str]] = {
     "p_qkv_linear_sdpa.py": {"causal_attention", "multihead_attention"},
     "p_sdpa_float_mask.py": {"causal_attention", "multihead_attention"},
     "p_head_modules.py": {"multihead_attention"},
+    "p_silent_names.py": {"causal_attention", "multihead_attention"},
     "p_renamed_projections.py": {"self_attention_v2", "causal_attention", "multihead_wrapper", "multihead_attention"},
     "p_renamed_ctor.py": {"self_attention_v1", "self_attention_v2", "causal_attention", "multihead_wrapper",
                           "multihead_attention"},

@@ -117,14 +117,26 @@ def test_a_batched_wrapper_takes_each_heads_rows() -> None:
     assert torch.equal(m.key.weight.detach(), torch.cat([w["heads.0.W_key.weight"], w["heads.1.W_key.weight"]]))
 
 
-def test_silent_names_match_only_when_the_shape_is_unique() -> None:
+def test_silent_names_match_by_shape_then_by_the_order_they_are_defined() -> None:
+    """Names that say nothing: a unique shape decides; as many same-shape layers as roles are taken in the
+    book's order of definition (query, key, value); one more of that shape leaves the roles ambiguous."""
     class Silent(nn.Module):
         def __init__(self) -> None:
             super().__init__()
             self.a, self.b, self.c = (nn.Linear(D_IN, D_OUT, bias=False) for _ in range(3))
 
+    m, w = Silent(), _weights(out_proj=False)
+    probes._load_weights(m, w)
+    for layer, ref in ((m.a, "W_query"), (m.b, "W_key"), (m.c, "W_value")):
+        assert torch.equal(layer.weight.detach(), w[f"{ref}.weight"]), ref
+
+    class OneTooMany(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.a, self.b, self.c, self.e = (nn.Linear(D_IN, D_OUT, bias=False) for _ in range(4))
+
     with pytest.raises(probes.WrongType) as e:
-        probes._load_weights(Silent(), _weights(out_proj=False))
+        probes._load_weights(OneTooMany(), _weights(out_proj=False))
     assert e.value.msgid == probes.NO_ROLE
     assert "W_query.weight" in e.value.params["roles"] and "a.weight" in e.value.params["have"]
 
@@ -168,13 +180,14 @@ import torch
 import torch.nn as nn
 
 
-class MultiHeadAttention(nn.Module):  # right, but a, b, c say nothing of query, key and value
+class MultiHeadAttention(nn.Module):  # right, but a, b, c, e say nothing of query, key and value, and are four
     def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
         super().__init__()
         assert d_out % num_heads == 0
         self.d_out, self.num_heads, self.head_dim = d_out, num_heads, d_out // num_heads
         self.a, self.b, self.c = (nn.Linear(d_in, d_out, bias=qkv_bias) for _ in range(3))
         self.d = nn.Linear(d_out, d_out)
+        self.e = nn.Linear(d_in, d_out, bias=qkv_bias)  # a spare, after the book's four: its seeded example holds
         self.dropout = nn.Dropout(dropout)
         self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1))
 

@@ -26,7 +26,7 @@ from grader.checks import Outcome
 from grader.checks.common import dropout_mean_close
 from grader.i18n import N_, _, using
 from grader.registry import BY_ID
-from grader.worker import probes
+from grader.worker import probes, roles
 
 ATOL = 1e-4
 RTOL = 1e-3
@@ -80,6 +80,10 @@ MESSAGES: dict[str, str] = {
     "heads_merge_without_transpose": N_(
         'the heads are merged without transposing back: call .transpose(1, 2) before '
         '.contiguous().view(b, num_tokens, d_out), or tokens and heads get mixed up'),
+    "roles_by_order": N_(
+        'your projections have names that do not say their role ({names}), so they were taken as query, key '
+        'and value in the order your __init__ defines them; if that is not their order, name them as the book '
+        'does (W_query, W_key, W_value) or so that each name says query, key or value'),
     "query_key_swapped": N_(
         'queries and keys are swapped: the scores come out transposed (K Qᵀ instead of Q Kᵀ); compute '
         'queries with W_query, keys with W_key, and scores = queries @ keys.T'),
@@ -396,14 +400,30 @@ STEPS: dict[str, Callable[[Outcome], list[str]]] = {
 }
 
 
+def silent_roles(r: Outcome) -> list[str]:
+    """The learner's parameters that play query, key or value under names that say nothing (grader.worker.roles
+    took them in the order they are defined), when some output of theirs differs from the reference's."""
+    silent: set[str] = set()
+    wrong = False
+    for case in r.case_specs:
+        facts = _got(r, case, "structure")
+        if isinstance(facts, dict) and isinstance(facts.get("roles"), dict):
+            for ref, entries in facts["roles"].items():
+                if roles.kinds_of(str(ref)) in (["q"], ["k"], ["v"]) and isinstance(entries, list):
+                    silent |= {str(e[0]) for e in entries
+                               if isinstance(e, list) and e and roles.kinds_of(str(e[0])) is None}
+            wrong = wrong or not _close(_got(r, case), _want(r, case))
+    return sorted(silent)[:6] if len(silent) >= 2 and wrong else []
+
+
 def ids(outcome: Outcome) -> list[str]:
     """The classic mistakes the learner's outputs show, by id (empty when none is recognised)."""
     fn = STEPS.get(outcome.step)
-    if fn is None:
-        return []
     try:
         with torch.no_grad():
-            found = fn(outcome)
+            found = fn(outcome) if fn is not None else []
+        if silent_roles(outcome):
+            found.append("roles_by_order")
     except Exception:  # a diagnosis is a bonus: it must never cost the learner their report
         return []
     return list(dict.fromkeys(found))
@@ -411,4 +431,10 @@ def ids(outcome: Outcome) -> list[str]:
 
 def diagnose(outcome: Outcome, lang: str = "en") -> list[dict[str, str]]:
     """[{"id", "message"}] for the step of `outcome`, worded in `lang` ("en" or "zh")."""
-    return [{"id": i, "message": message(i, outcome.step, lang)} for i in ids(outcome)]
+    out = []
+    for i in ids(outcome):
+        text = message(i, outcome.step, lang)
+        if i == "roles_by_order":
+            text = text.replace("{names}", ", ".join(silent_roles(outcome)))
+        out.append({"id": i, "message": text})
+    return out

@@ -35,6 +35,9 @@ _QKV = {"qkv", "wqkv", "inproj", "toqkv", "qkvproj", "cattn"}
 _TOKEN = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 
 
+ROLE_ORDER = ("q", "k", "v", "o")  # the order the book defines its projections in
+
+
 class NoMatch(Exception):
     """No unique mapping: `roles` are the grader's names left without a parameter of the learner's."""
 
@@ -213,6 +216,19 @@ def match(module: nn.Module, weights: Mapping[str, torch.Tensor]) -> list[Piece]
             (params[n].shape[0] == total) if part == "bias" else
             (fits(n, params[n], refs[0][3]) is not None
              and params[n].shape[1 if fits(n, params[n], refs[0][3]) else 0] == total))]
+    used = [n for c in claims.values() for n in c]
+    # silent names of one shape, exactly as many as the roles they could fill and claimed by no other: taken in
+    # the order the module defines them, the book's (query, key, value; the output projection has its own
+    # shape). Their values must still match the reference's under that order, so a guess earns nothing
+    ties: dict[tuple[str, ...], list[str]] = {}
+    for g, cands in claims.items():
+        if len(cands) > 1:
+            ties.setdefault(tuple(cands), []).append(g)
+    for cands, tied in ties.items():
+        if len(tied) == len(cands) and all(used.count(n) == len(tied) for n in cands):
+            tied.sort(key=lambda g: ROLE_ORDER.index(g.split("/")[0]) if g.split("/")[0] in ROLE_ORDER else 9)
+            for g, n in zip(tied, cands, strict=True):
+                claims[g] = [n]
     used = [n for c in claims.values() for n in c]
     for g, cands in claims.items():
         kind, part = g.split("/")
