@@ -237,3 +237,19 @@ def test_silent_names_in_another_order_are_named_in_the_diagnosis(tmp_path: Path
         assert found and words in found[0]["message"] and "a.weight" in found[0]["message"], step.diagnoses
     twin = grade(FIXTURES / "correct" / "p_silent_names.py", steps=["multihead_attention"]).steps[0]
     assert twin.score == twin.max_score and not twin.diagnoses
+
+
+def test_a_silent_name_is_quoted_cleaned(tmp_path: Path) -> None:
+    """The names in the roles_by_order diagnosis are the learner's own (nn.Module.add_module takes any string):
+    control characters never reach a report, and each is capped."""
+    src = (FIXTURES / "correct" / "p_silent_names.py").read_text()
+    i = src.index("class MultiHeadAttention")
+    tail = src[i:].replace("q, k, v = (f(x)", "k, q, v = (f(x)", 1).replace(
+        'self.a = nn.Linear(d_in, d_out, bias=qkv_bias)',
+        'self.add_module("\\x1b[2J" + "z" * 300, nn.Linear(d_in, d_out, bias=qkv_bias))\n'
+        '        self.a = getattr(self, "\\x1b[2J" + "z" * 300)', 1)
+    p = tmp_path / "odd.py"
+    p.write_text(src[:i] + tail)
+    step = grade(p, steps=["multihead_attention"]).steps[0]
+    found = [d["message"] for d in step.diagnoses if d["id"] == "roles_by_order"]
+    assert found and "\x1b" not in found[0] and "z" * 60 not in found[0] and "[2J" in found[0], step.diagnoses

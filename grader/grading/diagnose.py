@@ -24,6 +24,7 @@ import torch
 
 from grader.checks import Outcome
 from grader.checks.common import dropout_mean_close
+from grader.grading.report import clean
 from grader.i18n import N_, _, using
 from grader.registry import BY_ID
 from grader.worker import probes, roles
@@ -410,7 +411,8 @@ def silent_roles(r: Outcome) -> list[str]:
         if isinstance(facts, dict) and isinstance(facts.get("roles"), dict):
             for ref, entries in facts["roles"].items():
                 if roles.kinds_of(str(ref)) in (["q"], ["k"], ["v"]) and isinstance(entries, list):
-                    silent |= {str(e[0]) for e in entries
+                    # names the learner chose (add_module takes any string): quoted only cleaned and capped
+                    silent |= {clean(str(e[0]), 60) for e in entries
                                if isinstance(e, list) and e and roles.kinds_of(str(e[0])) is None}
             wrong = wrong or not _close(_got(r, case), _want(r, case))
     return sorted(silent)[:6] if len(silent) >= 2 and wrong else []
