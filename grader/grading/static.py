@@ -214,12 +214,12 @@ def _dynamic_lines(tree: ast.AST) -> list[int]:
             f, first = n.func, n.args[0] if n.args else None
             while isinstance(first, ast.Attribute):
                 first = first.value
-            own = f.id == "setattr" and isinstance(first, ast.Name) and first.id in ("self", "cls") \
-                if isinstance(f, ast.Name) else False
-            builtin = isinstance(f, ast.Name) and f.id in DYNAMIC_BUILTINS and not own
-            method = isinstance(f, ast.Attribute) and (f.attr in DYNAMIC_METHODS or (
-                isinstance(f.value, ast.Name) and f.value.id == "builtins"))
-            if builtin or method:
+            if isinstance(f, ast.Name):
+                own = f.id == "setattr" and isinstance(first, ast.Name) and first.id in ("self", "cls")
+                if f.id in DYNAMIC_BUILTINS and not own:
+                    lines.append(n.lineno)
+            elif isinstance(f, ast.Attribute) and (f.attr in DYNAMIC_METHODS or (
+                    isinstance(f.value, ast.Name) and f.value.id == "builtins")):
                 lines.append(n.lineno)
         elif (isinstance(n, ast.Attribute) and n.attr == "modules" and isinstance(n.value, ast.Name)
               and n.value.id == "sys"):
@@ -259,8 +259,8 @@ def analyse(sub: Submission) -> dict[str, Any]:
                 if name in env and name not in loops:
                     loops[name] = spaces.loops(env[name], spaces.bound_in[module].get(name, units[0].label))
         except (RecursionError, MemoryError):
+            # never silently loop-free: a unit too deep for us to parse may define these names, with loops
             spaces.unread.update(u.label for u in units)
-    # never silently loop-free: a unit too deep for us to parse may define these names, with loops
     # every unit, whether or not it names the functions: another file may rebind them by a computed name
     dynamic = []
     for unit in sub.units:
