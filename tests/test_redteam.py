@@ -972,6 +972,30 @@ def test_loops_bound_where_the_text_cannot_be_followed_are_not_loop_free(tmp_pat
     assert step.score == step.max_score, [(c.name, c.message) for c in step.checks if not c.passed]
 
 
+def test_loops_behind_names_in_another_unicode_form_are_found(tmp_path: Path) -> None:
+    """Python reads identifiers NFKC-normalised: `def ａll_attention_scores` (a fullwidth a) defines
+    all_attention_scores. The grader looked for the names in the raw text, so a file spelling all three
+    functions that way, with loops, was never read and scored 5 of 5; a fullwidth `ｓｅｔａｔｔｒ` rebinding from
+    another file must be seen too. Both lose the loop point now (4 of 5)."""
+    clean = (SOLUTIONS / "all_tokens.py").read_text()
+    wide = "\uff41"  # fullwidth a: NFKC turns it into a
+    looping = clean.replace("return inputs @ inputs.T", "return torch.stack([inputs @ row for row in inputs])")
+    for name in ("all_attention_scores", "all_attention_weights", "all_context_vectors"):
+        looping = looping.replace(name, wide + name[1:])
+    rebinding = ("def _loopy(inputs):\n    import torch\n    return torch.stack([inputs @ row for row in inputs])\n"
+                 "import all_tokens\n\uff53\uff45\uff54\uff41\uff54\uff54\uff52(all_tokens, 'all_' + "
+                 "'attention_scores', _loopy)\n")
+    for name, files in {"fullwidth_defs": {"all_tokens.py": looping},
+                        "fullwidth_setattr": {"all_tokens.py": clean, "softmax.py": rebinding}}.items():
+        ws = tmp_path / name
+        ws.mkdir()
+        for file, text in files.items():
+            (ws / file).write_text(text, encoding="utf-8")
+        step = engine.grade(ws, steps=["all_tokens"]).steps[0]
+        loops = next(c for c in step.checks if "loop" in c.name.lower())
+        assert not loops.passed and step.score == 4.0, (name, [(c.name, c.message) for c in step.checks])
+
+
 def test_worker_directories_of_a_killed_grader_are_swept(tmp_path: Path) -> None:
     """A grading process killed mid-check (a daemon stopped, a batch SIGKILLed) left its workers' directories in
     the temp dir for good. The next grading process removes those of processes that are gone, keeps a live

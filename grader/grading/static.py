@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import re
+import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,7 +24,19 @@ DYNAMIC_BUILTINS = {"setattr", "exec", "eval", "compile", "globals", "vars", "lo
 DYNAMIC_METHODS = {"import_module", "reload"}
 DYNAMIC_DUNDERS = {"__code__", "__dict__", "__globals__", "__defaults__", "__kwdefaults__", "__call__", "__class__",
                    "__wrapped__"}
-_TRIGGERS = (*DYNAMIC_BUILTINS, *DYNAMIC_METHODS, *DYNAMIC_DUNDERS, "modules")
+# every name _dynamic_lines looks for: a unit whose (normalised) text names none of them has no dynamic line
+_TRIGGERS = (*DYNAMIC_BUILTINS, *DYNAMIC_METHODS, *DYNAMIC_DUNDERS, "modules", "builtins", *LOOP_FREE)
+
+
+_STAR = re.compile(r"import[\s\\]*\*")  # `import *`, `import*`, `import \\` + newline + `*`
+
+
+def _text(source: str) -> str:
+    """The text as Python reads its names: identifiers are NFKC-normalised (PEP 3131), so `ａll_attention_scores`
+    (a fullwidth a) defines all_attention_scores. A test for a name in the raw text would miss it."""
+    if source.isascii() or unicodedata.is_normalized("NFKC", source):  # the quick check: most text is
+        return source
+    return unicodedata.normalize("NFKC", source)
 
 
 @dataclass(frozen=True)
@@ -248,10 +262,11 @@ def analyse(sub: Submission) -> dict[str, Any]:
     the first module (in the order the worker loads them) that binds it, by whatever binding comes last; and
     {"unread": [unit labels]}, the units of those modules this process could not parse (too deeply nested)."""
     spaces = _Namespaces(sub)
+    text = {id(u): _text(u.source) for u in sub.units}
     loops: dict[str, list[int | str]] = {}
     for module, units in spaces.units.items():
         # parsing costs: only the modules that mention one of the names (or may bring it in with `import *`)
-        if not any(name in u.source or "import *" in u.source for u in units for name in LOOP_FREE):
+        if not any(name in text[id(u)] or _STAR.search(text[id(u)]) for u in units for name in LOOP_FREE):
             continue
         try:
             env = spaces.env(module)
@@ -261,11 +276,14 @@ def analyse(sub: Submission) -> dict[str, Any]:
         except (RecursionError, MemoryError):
             # never silently loop-free: a unit too deep for us to parse may define these names, with loops
             spaces.unread.update(u.label for u in units)
-    # every unit, whether or not it names the functions: another file may rebind them by a computed name
+    # every unit, whether or not it names the functions: another file may rebind them by a computed name. A
+    # unit naming none of the triggers has nothing to find: it is not walked (a walk is ~1 ms a notebook cell)
     dynamic = []
     for unit in sub.units:
+        if not any(t in text[id(unit)] for t in _TRIGGERS):
+            continue
         tree = spaces.trees.get(id(unit))
-        if tree is None and any(t in unit.source for t in _TRIGGERS):
+        if tree is None:
             # a unit that does not parse here is reported above (unread) or by the worker
             with contextlib.suppress(SyntaxError, ValueError, RecursionError, MemoryError):
                 tree = ast.parse(unit.source)
