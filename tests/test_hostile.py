@@ -422,6 +422,10 @@ TWIN: dict[str, str | None] = {
 }
 SECRETS = ("not-for-students", "in-the-graders-environment")
 TIMEOUT = 8.0  # per step: the infinite loops cost this much each; generous for a loaded 2-core machine
+# the memory bomb touches the worker's whole 1 GiB allowance before it fails: on the 2-core VM that took 1.8 to
+# over 10 s (the host backs fresh pages slowly at times), so within 8 s it was sometimes a time-out, not a
+# memory_limit. It gets the time to reach its limit; a time-out would still be contained, but not what it tests
+TIMEOUTS = {"memory_bomb": 30.0}
 
 
 def _temp_worker_dirs() -> set[str]:
@@ -442,7 +446,7 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
         for name, src in [*CASES.items(), *((f"twin_{k}", v) for k, v in TWINS.items())]:
             p = folder / f"{name}.py"
             p.write_text(src[0] if isinstance(src, tuple) else attack(src))
-            out[name] = engine.grade(p, steps=["dot_scores", "causal_mask"], timeout=TIMEOUT,
+            out[name] = engine.grade(p, steps=["dot_scores", "causal_mask"], timeout=TIMEOUTS.get(name, TIMEOUT),
                                      secret=SECRETS[0]).to_dict()
     finally:
         del os.environ["ATTN_KATA_SECRET"]

@@ -144,12 +144,17 @@ class _Server:
         c.sock.close()
 
     def run(self) -> None:
+        from grader.pool.preload import collapse
+
+        more = True  # huge pages still to make (preload._Collapse): done only while no request waits
         while True:
-            events = self.sel.select(timeout=0.2)
+            events = self.sel.select(timeout=0 if more else 0.2)
             for key, _ in events:
                 self.handle(self.conns[key.fd])
             reaped = self.reap()
             self.tidy(reaped, idle=not events)
+            if more and not events:
+                more = collapse.step()
 
     def handle(self, c: _Conn) -> None:
         lines = c.read()
