@@ -483,3 +483,47 @@ def test_the_end_of_batch_summary_speaks_the_instructors_language(tmp_path: Path
     assert "提交中没有代码" in zh.stdout and "每个文件都有语法错误" in zh.stdout  # the reasons, too
     assert "no code in the submission" in en.stdout and "syntax error in every file" in en.stdout
     assert "class summary" in en.stdout and "2 could not be graded" in en.stdout, en.stdout
+
+
+def test_the_next_submission_started_ahead_changes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A grading process starts the next submission's worker while the current one runs (batch._collect_all).
+    Each worker is still its submission's alone: the results equal one-at-a-time collection, a next
+    submission busy at import and hanging in its step neither delays nor touches the current one (it gets its
+    own time-out), and no worker outlives the chunk, a started one never asked included."""
+    import procs
+
+    from grader.grading import engine
+
+    honest = (ROOT / "solutions" / "dot_scores.py").read_text()
+    # busy for a second at import (while ann's steps run), then every call hangs
+    hang = ("import time\nt = time.monotonic()\nwhile time.monotonic() - t < 1:\n    pass\n"
+            "def attention_scores(inputs, query):\n    while True:\n        pass\n")
+    wrong = honest.replace("    return attn_scores", "    return attn_scores * 2")
+    files = {"ann.py": honest, "hang.py": hang, "bob.py": wrong}
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    chunk = [(i, str(tmp_path / name)) for i, name in enumerate(files)]
+    batch._GRADE_ARGS.update({"secret": None, "timeout": 2.0, "lang": "en", "steps": ["dot_scores"]})
+    events: list[tuple[str, int]] = []
+    real_start, real_collect = batch._start, batch._collect_one
+    monkeypatch.setattr(batch, "_start", lambda job: events.append(("start", job[0])) or real_start(job))
+    monkeypatch.setattr(batch, "_collect_one", lambda job, started=None: (
+        real_collect(job, started), events.append(("done", job[0])))[0])
+    try:
+        ahead = batch._collect_all(chunk)
+        # the look-ahead happens: each next worker starts before the current submission is done
+        assert events == [("start", 0), ("start", 1), ("done", 0), ("start", 2), ("done", 1), ("done", 2)]
+        alone = [batch._collect_one(job) for job in chunk]
+        started = batch._start(chunk[0])  # started, never asked: closing it leaves nothing
+        started.close()
+    finally:
+        batch._GRADE_ARGS.clear()
+    scores = [[r.score for r in engine.judge([col])[0].steps] for _i, col, _err, _s in ahead]
+    assert scores == [[r.score for r in engine.judge([col])[0].steps] for _i, col, _err, _s in alone]
+    assert scores[0] == [5.0] and scores[2][0] < 5.0, scores
+    assert ahead[1][1].results["dot_scores"].detail == "timeout", ahead[1][1].results
+    assert ahead[0][3] < 2.0, "the honest submission before the hang waited for it"
+    deadline = time.monotonic() + 5
+    while procs.leftovers() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert procs.leftovers() == {}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gc
 import time
@@ -17,14 +18,14 @@ from grader.grading import diagnose, ingest, static
 from grader.grading.report import CheckResult, Report, StepResult, clean
 from grader.grading.runner import run_jobs
 from grader.i18n import _
-from grader.pool.session import WeakSandbox, Worker, WorkerLost, missing_layers
+from grader.pool.session import InfrastructureError, WeakSandbox, Worker, WorkerLost, missing_layers
 from grader.registry import BY_ID, STEPS, Step
 from grader.sandbox import channel, wire
 from grader.settings import DEFAULT_TIMEOUT, LOAD_TIMEOUT, grader_version, resolve_secret
 from grader.worker import probes
 
-__all__ = ["DEFAULT_TIMEOUT", "LOAD_TIMEOUT", "collect", "grade", "grade_many", "grader_version", "judge",
-           "prepared", "resolve_secret"]
+__all__ = ["DEFAULT_TIMEOUT", "LOAD_TIMEOUT", "Started", "collect", "grade", "grade_many", "grader_version",
+           "judge", "prepared", "resolve_secret", "start"]
 
 # StepResult.detail says what happened: passed, wrong_answer, wrong_type, timeout, memory_limit, crashed,
 # no_result, import_error, rejected_input, not_implemented, not_started (infrastructure errors raise instead)
@@ -160,26 +161,63 @@ class Collected:
         self.notes: list[str] = []
 
 
+class Started:
+    """A submission read, analysed and given its worker, not yet asked anything (`start`). Its worker confines
+    itself and imports the code meanwhile: a batch starts the next submission while the current one runs, so
+    that the kernel's work of making a sandbox (namespaces, cgroups: mostly waiting) overlaps with grading."""
+
+    def __init__(self, path: str | Path, steps: Iterable[str] | None, lang: str, config: dict[str, Any] | None,
+                 spawn: bool) -> None:
+        self.step_list = [BY_ID[s] for s in steps] if steps else list(STEPS)
+        self.col = Collected(Path(path).name, self.step_list, lang)
+        self.sub: ingest.Submission | None = None
+        self.units: list[tuple[str, str, str]] = []
+        self.worker: Worker | None = None
+        with i18n.using(lang):
+            try:
+                self.sub = ingest.read_submission(path)
+            except ingest.SubmissionError as exc:
+                self.col.results = {s.id: _blank(s, "error", "rejected_input", clean(str(exc)), lang)
+                                    for s in self.step_list}
+                return
+        self.col.notes = list(self.sub.notes)
+        self.col.static = static.analyse(self.sub)
+        self.units = [(u.module, u.label, u.source) for u in self.sub.units]
+        if spawn:
+            with contextlib.suppress(InfrastructureError):  # collect() tries again, and says why if it fails
+                self.worker = Worker(self.units, config or {})
+
+    def close(self) -> None:
+        """Stop a worker that was never used (the batch ended early)."""
+        if self.worker is not None:
+            self.worker.close()
+            self.worker = None
+
+
+def start(path: str | Path, *, steps: Iterable[str] | None = None, lang: str = "en",
+          config: dict[str, Any] | None = None) -> Started:
+    """Read the submission and start its worker now; `collect(path, started=...)` asks it later. Never raises
+    for the submission."""
+    return Started(path, steps, lang, config, spawn=True)
+
+
 def collect(path: str | Path, *, steps: Iterable[str] | None = None, secret: str | None = None,
-            timeout: float = DEFAULT_TIMEOUT, lang: str = "en", config: dict[str, Any] | None = None) -> Collected:
-    """Run the submission's code in a worker and gather its outputs. Never raises for the submission."""
+            timeout: float = DEFAULT_TIMEOUT, lang: str = "en", config: dict[str, Any] | None = None,
+            started: Started | None = None) -> Collected:
+    """Run the submission's code in a worker and gather its outputs. Never raises for the submission.
+    `started`: what `start` made of this very path, with the same steps, lang and config."""
     with i18n.using(lang):  # the messages written here are in the report's language
-        return _collect(path, steps=steps, secret=secret, timeout=timeout, lang=lang, config=config)
+        return _collect(started or Started(path, steps, lang, config, spawn=False), secret=secret,
+                        timeout=timeout, lang=lang, config=config)
 
 
-def _collect(path: str | Path, *, steps: Iterable[str] | None, secret: str | None, timeout: float, lang: str,
+def _collect(started: Started, *, secret: str | None, timeout: float, lang: str,
              config: dict[str, Any] | None) -> Collected:
-    step_list = [BY_ID[s] for s in steps] if steps else list(STEPS)
+    col, step_list, units = started.col, started.step_list, started.units
     plans, _refs = prepared(resolve_secret(secret))
-    col = Collected(Path(path).name, step_list, lang)
-    try:
-        sub = ingest.read_submission(path)
-    except ingest.SubmissionError as exc:
-        col.results = {s.id: _blank(s, "error", "rejected_input", clean(str(exc)), lang) for s in step_list}
+    sub = started.sub
+    if sub is None:  # rejected: its reason is already each step's result
         return col
-    col.notes = list(sub.notes)
-    col.static = static.analyse(sub)
-    units = [(u.module, u.label, u.source) for u in sub.units]
     requests = prepared_requests(resolve_secret(secret))
     todo = list(step_list)
     config = config or {}
@@ -196,7 +234,7 @@ def _collect(path: str | Path, *, steps: Iterable[str] | None, secret: str | Non
             for s in todo:
                 col.results[s.id] = _blank(s, "error", "timeout", msg, lang)
             break
-        worker = Worker(units, config)
+        worker, started.worker = started.worker or Worker(units, config), None  # the first pass: the one started
         try:
             try:
                 left = LOAD_TIMEOUT if deadline is None else min(LOAD_TIMEOUT, deadline - time.monotonic())

@@ -122,7 +122,21 @@ def _limit_memory(extra: int) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (have + extra, resource.getrlimit(resource.RLIMIT_AS)[1]))
 
 
-def _collect_one(job: tuple[int, str]) -> tuple[int, Any, str, float]:
+def _config() -> dict[str, Any]:
+    return {"require_strong": _GRADE_ARGS.get("require_strong")}
+
+
+def _start(job: tuple[int, str]) -> Any:
+    """Read a submission and start its worker (engine.start), or None where even that failed (collect says why)."""
+    from grader.grading import engine
+
+    try:
+        return engine.start(job[1], steps=_GRADE_ARGS.get("steps"), lang=_GRADE_ARGS["lang"], config=_config())
+    except Exception:  # a grader bug: _collect_one meets it again, and reports it
+        return None
+
+
+def _collect_one(job: tuple[int, str], started: Any = None) -> tuple[int, Any, str, float]:
     """Run one submission in a worker; (index, engine.Collected or None, error, seconds)."""
     from grader.grading import engine
     from grader.pool.session import WeakSandbox
@@ -131,8 +145,8 @@ def _collect_one(job: tuple[int, str]) -> tuple[int, Any, str, float]:
     start = time.monotonic()
     try:
         col = engine.collect(path, steps=_GRADE_ARGS.get("steps"), secret=_GRADE_ARGS["secret"],
-                             timeout=_GRADE_ARGS["timeout"],
-                             lang=_GRADE_ARGS["lang"], config={"require_strong": _GRADE_ARGS.get("require_strong")})
+                             timeout=_GRADE_ARGS["timeout"], lang=_GRADE_ARGS["lang"], config=_config(),
+                             started=started)
         return i, col, "", time.monotonic() - start
     except WeakSandbox:
         raise
@@ -140,11 +154,29 @@ def _collect_one(job: tuple[int, str]) -> tuple[int, Any, str, float]:
         return i, None, f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=3)}", time.monotonic() - start
 
 
+def _collect_all(chunk: list[tuple[int, str]]) -> list[tuple[int, Any, str, float]]:
+    """Collect the chunk one submission at a time, the next one's worker started while this one runs: making
+    a sandbox is mostly the kernel's waiting (namespaces, cgroups), which then overlaps with grading. At most
+    two workers per grading process; each is still one submission's alone."""
+    done: list[tuple[int, Any, str, float]] = []
+    ahead = None
+    try:
+        for k, job in enumerate(chunk):
+            current, ahead = ahead or _start(job), None
+            if k + 1 < len(chunk):
+                ahead = _start(chunk[k + 1])
+            done.append(_collect_one(job, current))
+    finally:
+        if ahead is not None:  # the chunk stopped early (a weak sandbox): its worker goes too
+            ahead.close()
+    return done
+
+
 def _grade_chunk(chunk: list[tuple[int, str]]) -> list[tuple[int, dict[str, Any] | None, str, float]]:
     """Collect a few submissions, then judge them in one pytest session (its start-up is shared)."""
     from grader.grading import engine
 
-    done = [_collect_one(job) for job in chunk]
+    done = _collect_all(chunk)
     ok = [(i, col, secs) for i, col, _, secs in done if col is not None]
     start = time.monotonic()
     try:
