@@ -10,6 +10,10 @@ zygote, the grading processes). nbgrader's per-submission time is flat (one kern
 measured on the first K notebooks only (--nbgrader-n; its generate_assignment is not timed, its autograde is).
 Prints each wall time, the ratio per submission, the batch's CPU time per submission (getrusage: self +
 children) and its fixed cost (the same command on a class of one).
+
+This machine's speed drifts by 10-30% from one hour to the next, and a ratio of two runs made minutes apart moves
+with it: `--rounds R` repeats the whole measurement R times, each round attn-kata's classes then nbgrader's
+sample, and prints each round's ratios and their medians.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import json
 import os
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -164,6 +169,7 @@ def main() -> None:
     ap.add_argument("--nbgrader-n", type=int, default=8,
                     help="autograde the first K notebooks with nbgrader (default 8: its per-submission time is "
                          "flat, ~3-5 s here, so a class of 300 need not take 20 minutes)")
+    ap.add_argument("--rounds", type=int, default=1, help="repeat the whole measurement R times (default 1)")
     args = ap.parse_args()
     sizes = [args.n] if args.n else sorted(int(x) for x in args.sizes.split(","))
     work = args.keep or Path(tempfile.mkdtemp(prefix="attn-bench-"))
@@ -173,25 +179,37 @@ def main() -> None:
     try:
         everyone = submissions.make_class(work / "all", max(sizes), "ipynb")
         print(f"cores: {os.cpu_count()}; notebooks of the 14 steps, every 4th with a bug")
-        print(f"attn-kata batch, fixed cost (a class of one): {startup(work):.2f} s")
-        per_sub = {}
-        for n in sizes:
-            subs = work / f"class-{n}"
-            subs.mkdir()
-            for p in everyone[:n]:
-                shutil.copy(p, subs / p.name)
-            wall, cpu = run_attn_kata(subs, work / f"out-{n}", n, args.jobs)
-            per_sub[n] = (wall / n, cpu / n)
-            print(f"attn-kata batch, N = {n:3d}: {wall:7.2f} s wall (start-up included), {wall / n:6.3f} s/submission,"
-                  f" CPU {cpu / n:6.3f} s/submission")
-        if not args.skip_nbgrader:
+        ratios: dict[int, list[float]] = {n: [] for n in sizes}
+        for r in range(args.rounds):
+            here = work / f"round-{r}"
+            here.mkdir()
+            if args.rounds > 1:
+                print(f"-- round {r + 1} of {args.rounds}")
+            print(f"attn-kata batch, fixed cost (a class of one): {startup(here):.2f} s")
+            per_sub = {}
+            for n in sizes:
+                subs = here / f"class-{n}"
+                subs.mkdir()
+                for p in everyone[:n]:
+                    shutil.copy(p, subs / p.name)
+                wall, cpu = run_attn_kata(subs, here / f"out-{n}", n, args.jobs)
+                per_sub[n] = (wall / n, cpu / n)
+                print(f"attn-kata batch, N = {n:3d}: {wall:7.2f} s wall (start-up included), {wall / n:6.3f} "
+                      f"s/submission, CPU {cpu / n:6.3f} s/submission")
+            if args.skip_nbgrader:
+                continue
             k = min(max(sizes), args.nbgrader_n)
-            n_wall, n_cpu = run_nbgrader(work, k)
+            n_wall, n_cpu = run_nbgrader(here, k)
             print(f"nbgrader autograde, a sample of {k}: {n_wall:7.2f} s wall, {n_wall / k:6.3f} s/submission, "
                   f"CPU {n_cpu / k:6.3f} s/submission")
             for n in sizes:
+                ratios[n].append((n_wall / k) / per_sub[n][0])
                 print(f"ratio per submission at N = {n:3d} (nbgrader / attn-kata): wall "
-                      f"{(n_wall / k) / per_sub[n][0]:5.1f}x, CPU {(n_cpu / k) / per_sub[n][1]:5.1f}x")
+                      f"{ratios[n][-1]:5.1f}x, CPU {(n_cpu / k) / per_sub[n][1]:5.1f}x")
+        if args.rounds > 1 and not args.skip_nbgrader:
+            for n in sizes:
+                print(f"median of {args.rounds} rounds at N = {n:3d}: wall {statistics.median(ratios[n]):5.1f}x "
+                      f"(rounds: {', '.join(f'{x:.1f}' for x in ratios[n])})")
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
