@@ -940,6 +940,11 @@ def test_loops_bound_where_the_text_cannot_be_followed_are_not_loop_free(tmp_pat
         "exec": "exec('import all_tokens, torch\\nall_tokens.all_attention_scores = "
                 "lambda x: torch.stack([x @ r for r in x])')\n",
         "map": None,
+        # found later, each 5 of 5 until the namespace-opening attributes and calls were read too
+        "dunder_setattr": loopy + "import all_tokens\nall_tokens.__setattr__('all_attention_scores', _loopy)\n",
+        "dict_update": loopy + "import all_tokens\nall_tokens.__dict__.update(all_attention_scores=_loopy)\n",
+        "builtins_dict": loopy + "import builtins as b\nimport all_tokens\n"
+                                 "b.__dict__['set' + 'attr'](all_tokens, 'all_attention_scores', _loopy)\n",
     }
     scores = {}
     for name, extra in attacks.items():

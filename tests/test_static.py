@@ -237,3 +237,52 @@ def test_units_not_mentioning_the_names_are_not_parsed(monkeypatch: pytest.Monke
                     all_tokens=VECTORISED)
     loops(sub)
     assert parsed == [textwrap.dedent(VECTORISED)]
+
+
+# ------------------------------------------------------------------------------ names bound at run time
+
+_LOOPY = "def _loopy(inputs):\n    return inputs\n"
+REBINDINGS = {  # each rebinds all_tokens.all_attention_scores where a reading of the text cannot follow
+    "dunder_setattr": "import all_tokens\nall_tokens.__setattr__('all_attention_scores', _loopy)\n",
+    "builtins_dict": "import builtins as b\nimport all_tokens\nb.__dict__['set' + 'attr'](all_tokens, "
+                     "'all_attention_scores', _loopy)\n",
+    "dict_update": "import all_tokens\nall_tokens.__dict__.update(all_attention_scores=_loopy)\n",
+    "getattr_dict": "import all_tokens\ngetattr(all_tokens, '__di' + 'ct')['all_attention_scores'] = _loopy\n",
+    "gc_objects": "import gc\nfor o in gc.get_objects():\n    pass\n",
+    "frame_globals": "import sys\nsys._getframe(0).f_globals['x'] = _loopy\n",
+    "module_loop_variable": "for name in ('W_query',):\n    pass\ndef f(m):\n    setattr(m, name, _loopy)\n",
+    "self_is_a_module": "def f(self):\n    setattr(self, 'all_attention_scores', _loopy)\n",
+    "prefix_of_the_name": "class X:\n    def __init__(self, m):\n        self.m = m\n"
+                          "        setattr(self.m, 'all_' + 'attention_scores', _loopy)\n",
+    "loop_variable_rebound": "def f(m):\n    for name in ('W_query',):\n        pass\n"
+                             "    name = 'all_attention_scores'\n    setattr(m, name, _loopy)\n",
+    "import_from_builtins": "from builtins import setattr as s\n",
+    "builtins_name": "__builtins__['set' + 'attr']\n",
+    "fullwidth_getattr": "import all_tokens\n\uff47\uff45\uff54\uff41\uff54\uff54\uff52(all_tokens, name)\n",
+    "attrgetter": "import operator\nimport all_tokens\noperator.attrgetter('__dict__')(all_tokens)\n",
+}
+
+
+@pytest.mark.parametrize("name", list(REBINDINGS))
+def test_names_bound_at_run_time_are_seen(name: str) -> None:
+    """Each of these scored 5 of 5 with a looping function before (the grader read the text, the worker
+    graded what the rebinding left); now the line is named and the loop point is not vouched for."""
+    sub = directory(all_tokens=VECTORISED, softmax=_LOOPY + REBINDINGS[name])
+    assert static.analyse(sub)["dynamic"], name
+
+
+HONEST = {  # names the text pins down: a module's layers named in __init__, exercise 3.1's weight copy
+    "f_string": "import torch\nclass M(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+                "        for i in range(2):\n            setattr(self, f'layer_{i}', torch.nn.Linear(3, 2))\n",
+    "loop_over_names": "class M:\n    def __init__(self, w, b):\n        for name in ('wq', 'wk', 'wv'):\n"
+                       "            setattr(self, name, w)\n            setattr(self, 'b' + name[1], b)\n",
+    "getattr_copy": "def transfer_weights(sa_v2, sa_v1):\n    for name in ('W_query', 'W_key', 'W_value'):\n"
+                    "        getattr(sa_v1, name).copy_(getattr(sa_v2, name).weight.t())\n",
+    "constant_getattr_and_eval_mode": "def f(model):\n    model.eval()\n    return getattr(model, 'W_query')\n",
+}
+
+
+@pytest.mark.parametrize("name", list(HONEST))
+def test_names_the_text_pins_down_are_not_run_time_bindings(name: str) -> None:
+    sub = directory(all_tokens=VECTORISED, softmax=HONEST[name])
+    assert static.analyse(sub)["dynamic"] == [], name

@@ -20,12 +20,21 @@ LOOP_FREE = BY_ID["all_tokens"].names
 # what can bind a function of the submission where a reading of its text cannot follow (another file's setattr,
 # exec of a string, globals(), sys.modules, a swapped __code__): where one is used, "no Python loops" cannot be
 # vouched for. Builtins count when called by their bare name (`model.eval()` is not eval)
-DYNAMIC_BUILTINS = {"setattr", "exec", "eval", "compile", "globals", "vars", "locals", "__import__"}
-DYNAMIC_METHODS = {"import_module", "reload"}
+DYNAMIC_BUILTINS = {"exec", "eval", "compile", "globals", "vars", "locals", "__import__"}
+# calls that hand out a namespace to write in (gc's object lists, an attribute fetched by a computed name)
+DYNAMIC_METHODS = {"import_module", "reload", "get_objects", "get_referents", "get_referrers", "attrgetter",
+                   "methodcaller"}
 DYNAMIC_DUNDERS = {"__code__", "__dict__", "__globals__", "__defaults__", "__kwdefaults__", "__call__", "__class__",
                    "__wrapped__"}
+# attributes that are a namespace, or the way to write one, whenever they are read: `m.__dict__.update(...)`,
+# `m.__setattr__(...)`, a frame's f_globals
+DYNAMIC_ATTRS = {"__dict__", "__setattr__", "__getattribute__", "__globals__", "__code__", "__builtins__",
+                 "f_globals", "f_locals", "f_builtins"}
+# names setattr/getattr must be shown never to be: what rebinds a function or opens a namespace
+_UNSAFE_NAMES = frozenset({*LOOP_FREE, *DYNAMIC_DUNDERS, *DYNAMIC_ATTRS})
 # every name _dynamic_lines looks for: a unit whose (normalised) text names none of them has no dynamic line
-_TRIGGERS = (*DYNAMIC_BUILTINS, *DYNAMIC_METHODS, *DYNAMIC_DUNDERS, "modules", "builtins", *LOOP_FREE)
+_TRIGGERS = (*DYNAMIC_BUILTINS, *DYNAMIC_METHODS, *DYNAMIC_DUNDERS, *DYNAMIC_ATTRS, "modules", "builtins", "setattr",
+             "getattr", *LOOP_FREE)
 
 
 _STAR = re.compile(r"import[\s\\]*\*")  # `import *`, `import*`, `import \\` + newline + `*`
@@ -219,30 +228,113 @@ def _called(call: ast.Call) -> str:
 
 
 def _dynamic_lines(tree: ast.AST) -> list[int]:
-    """Lines that may bind names where the symbolic run cannot see: a call of a DYNAMIC_BUILTINS name (but
-    `setattr(self, ...)`, as a module's __init__ names its layers) or of a DYNAMIC_METHODS method, `sys.modules`,
-    and an assignment to a DYNAMIC_DUNDERS attribute or to an attribute named like a loop-free function."""
+    """Lines that may bind names where the symbolic run cannot see: a call of a DYNAMIC_BUILTINS name or of a
+    DYNAMIC_METHODS method, setattr or getattr by a name that may be an unsafe one (_may_be_unsafe), a read of a
+    DYNAMIC_ATTRS attribute or of `__builtins__`, `sys.modules`, an import of `builtins`, and an assignment to a
+    DYNAMIC_DUNDERS attribute or to an attribute named like a loop-free function."""
     lines = []
+    scopes: dict[int, dict[str, set[str]]] | None = None  # call -> its function's loop variables, when needed
     for n in ast.walk(tree):
         if isinstance(n, ast.Call):
-            f, first = n.func, n.args[0] if n.args else None
-            while isinstance(first, ast.Attribute):
-                first = first.value
+            f = n.func
             if isinstance(f, ast.Name):
-                own = f.id == "setattr" and isinstance(first, ast.Name) and first.id in ("self", "cls")
-                if f.id in DYNAMIC_BUILTINS and not own:
+                if f.id in ("setattr", "getattr"):
+                    scopes = _loops_by_call(tree) if scopes is None else scopes
+                    if len(n.args) < 2 or _may_be_unsafe(n.args[1], scopes.get(id(n), {})):
+                        lines.append(n.lineno)
+                elif f.id in DYNAMIC_BUILTINS:
                     lines.append(n.lineno)
             elif isinstance(f, ast.Attribute) and (f.attr in DYNAMIC_METHODS or (
                     isinstance(f.value, ast.Name) and f.value.id == "builtins")):
                 lines.append(n.lineno)
-        elif (isinstance(n, ast.Attribute) and n.attr == "modules" and isinstance(n.value, ast.Name)
-              and n.value.id == "sys"):
-            lines.append(n.lineno)
+        elif _opens_a_namespace(n):
+            lines.append(n.lineno)  # type: ignore[attr-defined]
         elif isinstance(n, ast.Assign | ast.AugAssign | ast.AnnAssign):
             for t in n.targets if isinstance(n, ast.Assign) else [n.target]:
                 if isinstance(t, ast.Attribute) and (t.attr in DYNAMIC_DUNDERS or t.attr in LOOP_FREE):
                     lines.append(n.lineno)
-    return lines
+    return sorted(set(lines))
+
+
+def _opens_a_namespace(n: ast.AST) -> bool:
+    """A read of a DYNAMIC_ATTRS attribute, `sys.modules`, `__builtins__`, or an import of `builtins`."""
+    if isinstance(n, ast.Attribute):
+        return n.attr in DYNAMIC_ATTRS or (n.attr == "modules" and isinstance(n.value, ast.Name)
+                                           and n.value.id == "sys")
+    if isinstance(n, ast.Name):
+        return n.id == "__builtins__"
+    if isinstance(n, ast.Import):
+        return any(a.name.split(".")[0] == "builtins" for a in n.names)
+    return isinstance(n, ast.ImportFrom) and (n.module or "").split(".")[0] == "builtins"
+
+
+def _loops_by_call(tree: ast.AST) -> dict[int, dict[str, set[str]]]:
+    """For each call inside a function, that innermost function's _constant_loops. A module-level name is never
+    pinned down: another cell or file may rebind it before a function reads it."""
+    out: dict[int, dict[str, set[str]]] = {}
+    for fn in ast.walk(tree):  # outer functions first: an inner one's calls are then overwritten with its own
+        if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+            loops = _constant_loops(fn)
+            out.update((id(c), loops) for c in ast.walk(fn) if isinstance(c, ast.Call))
+    return out
+
+
+def _constant_loops(tree: ast.AST) -> dict[str, set[str]]:
+    """Names whose every binding in `tree` (a function) is a `for` over a tuple or list of strings written out
+    (`for name in ("W_query", "W_key")`): the strings each may hold. A name bound any other way (an assignment,
+    a parameter, an import, a def, `except ... as`, a match, global/nonlocal) is left out."""
+    strings: dict[str, set[str]] = {}
+    other: set[str] = set()
+    targets: set[int] = set()
+    for n in ast.walk(tree):
+        if isinstance(n, ast.For | ast.AsyncFor | ast.comprehension) and isinstance(n.target, ast.Name):
+            targets.add(id(n.target))
+            it = n.iter
+            if isinstance(it, ast.Tuple | ast.List) and it.elts and all(
+                    isinstance(e, ast.Constant) and isinstance(e.value, str) for e in it.elts):
+                strings.setdefault(n.target.id, set()).update(e.value for e in it.elts)  # type: ignore[attr-defined]
+            else:
+                other.add(n.target.id)
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store | ast.Del) and id(n) not in targets:
+            other.add(n.id)
+        elif isinstance(n, ast.arg):
+            other.add(n.arg)
+        elif isinstance(n, ast.Global | ast.Nonlocal):
+            other.update(n.names)
+        elif isinstance(n, ast.alias):
+            other.add((n.asname or n.name).split(".")[0])
+        elif (isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and n is not tree) or (
+                isinstance(n, ast.ExceptHandler | ast.MatchAs | ast.MatchStar) and n.name):
+            other.add(n.name)  # type: ignore[arg-type]
+        elif isinstance(n, ast.MatchMapping) and n.rest:
+            other.add(n.rest)
+    return {k: v for k, v in strings.items() if k not in other}
+
+
+def _prefix(expr: ast.expr) -> str | None:
+    """The text a string expression surely starts with ("" when nothing is sure), or None if it is no string
+    expression this reading knows: a constant, an f-string, `"b" + name`."""
+    if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
+        return expr.value
+    if isinstance(expr, ast.JoinedStr):
+        first = expr.values[0] if expr.values else None
+        return first.value if isinstance(first, ast.Constant) and isinstance(first.value, str) else ""
+    if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Add):
+        return _prefix(expr.left)
+    return None
+
+
+def _may_be_unsafe(expr: ast.expr, loops: dict[str, set[str]]) -> bool:
+    """May this attribute name (setattr's or getattr's second argument) be one of _UNSAFE_NAMES? Only a name the
+    text pins down is safe: a constant, a loop variable over written-out strings, or a string that starts with
+    something no unsafe name starts with (f"layer_{i}", "b" + name)."""
+    if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
+        return expr.value in _UNSAFE_NAMES
+    if isinstance(expr, ast.Name) and expr.id in loops:
+        return bool(loops[expr.id] & _UNSAFE_NAMES)
+    prefix = _prefix(expr)
+    return not prefix or any(u.startswith(prefix) for u in _UNSAFE_NAMES)
 
 
 def _locals(nodes: list[ast.AST]) -> set[str]:
