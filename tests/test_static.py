@@ -260,6 +260,7 @@ REBINDINGS = {  # each rebinds all_tokens.all_attention_scores where a reading o
     "builtins_name": "__builtins__['set' + 'attr']\n",
     "fullwidth_getattr": "import all_tokens\n\uff47\uff45\uff54\uff41\uff54\uff54\uff52(all_tokens, name)\n",
     "attrgetter": "import operator\nimport all_tokens\noperator.attrgetter('__dict__')(all_tokens)\n",
+    "ctypes": "import ctypes as c\nc.memmove(0, 0, 0)\n",
 }
 
 

@@ -30,11 +30,12 @@ DYNAMIC_DUNDERS = {"__code__", "__dict__", "__globals__", "__defaults__", "__kwd
 # `m.__setattr__(...)`, a frame's f_globals
 DYNAMIC_ATTRS = {"__dict__", "__setattr__", "__getattribute__", "__globals__", "__code__", "__builtins__",
                  "f_globals", "f_locals", "f_builtins"}
+_NAMESPACE_MODULES = {"builtins", "ctypes", "_ctypes"}
 # names setattr/getattr must be shown never to be: what rebinds a function or opens a namespace
 _UNSAFE_NAMES = frozenset({*LOOP_FREE, *DYNAMIC_DUNDERS, *DYNAMIC_ATTRS})
 # every name _dynamic_lines looks for: a unit whose (normalised) text names none of them has no dynamic line
-_TRIGGERS = (*DYNAMIC_BUILTINS, *DYNAMIC_METHODS, *DYNAMIC_DUNDERS, *DYNAMIC_ATTRS, "modules", "builtins", "setattr",
-             "getattr", *LOOP_FREE)
+_TRIGGERS = (*DYNAMIC_BUILTINS, *DYNAMIC_METHODS, *DYNAMIC_DUNDERS, *DYNAMIC_ATTRS, *_NAMESPACE_MODULES, "modules",
+             "setattr", "getattr", *LOOP_FREE)
 
 
 _STAR = re.compile(r"import[\s\\]*\*")  # `import *`, `import*`, `import \\` + newline + `*`
@@ -257,15 +258,16 @@ def _dynamic_lines(tree: ast.AST) -> list[int]:
 
 
 def _opens_a_namespace(n: ast.AST) -> bool:
-    """A read of a DYNAMIC_ATTRS attribute, `sys.modules`, `__builtins__`, or an import of `builtins`."""
+    """A read of a DYNAMIC_ATTRS attribute, `sys.modules`, `__builtins__`, or an import of `builtins` or of ctypes
+    (which writes any object's memory, a module's dict included, with no name in the text)."""
     if isinstance(n, ast.Attribute):
         return n.attr in DYNAMIC_ATTRS or (n.attr == "modules" and isinstance(n.value, ast.Name)
                                            and n.value.id == "sys")
     if isinstance(n, ast.Name):
         return n.id == "__builtins__"
     if isinstance(n, ast.Import):
-        return any(a.name.split(".")[0] == "builtins" for a in n.names)
-    return isinstance(n, ast.ImportFrom) and (n.module or "").split(".")[0] == "builtins"
+        return any(a.name.split(".")[0] in _NAMESPACE_MODULES for a in n.names)
+    return isinstance(n, ast.ImportFrom) and (n.module or "").split(".")[0] in _NAMESPACE_MODULES
 
 
 def _loops_by_call(tree: ast.AST) -> dict[int, dict[str, set[str]]]:
