@@ -945,12 +945,20 @@ def test_loops_bound_where_the_text_cannot_be_followed_are_not_loop_free(tmp_pat
         "dict_update": loopy + "import all_tokens\nall_tokens.__dict__.update(all_attention_scores=_loopy)\n",
         "builtins_dict": loopy + "import builtins as b\nimport all_tokens\n"
                                  "b.__dict__['set' + 'attr'](all_tokens, 'all_attention_scores', _loopy)\n",
+        # bindings the reading ran past: a for target (it was bound to nothing to count) and a `global` rebinding
+        # from a function called at import (test_static.HIDDEN has the rest)
+        "for_target": {"all_tokens.py": clean + loopy + "for all_attention_scores in [_loopy]:\n    pass\n"},
+        "global": {"all_tokens.py": clean + loopy + "def _install():\n    global all_attention_scores\n"
+                                                    "    all_attention_scores = _loopy\n_install()\n"},
     }
     scores = {}
     for name, extra in attacks.items():
         ws = tmp_path / name
         ws.mkdir()
-        if extra is None:
+        if isinstance(extra, dict):
+            for file, text in extra.items():
+                (ws / file).write_text(text)
+        elif extra is None:
             (ws / "all_tokens.py").write_text(clean.replace(
                 "return inputs @ inputs.T", "return torch.stack(list(map(lambda q: inputs @ q, inputs)))"))
         else:

@@ -287,3 +287,60 @@ HONEST = {  # names the text pins down: a module's layers named in __init__, exe
 def test_names_the_text_pins_down_are_not_run_time_bindings(name: str) -> None:
     sub = directory(all_tokens=VECTORISED, softmax=HONEST[name])
     assert static.analyse(sub)["dynamic"] == [], name
+
+
+# ------------------------------------------------------------------------------ bindings the symbolic run missed
+
+_LOOPING = "import torch\ndef _loopy(inputs):\n    return torch.stack([inputs @ row for row in inputs])\n"
+_VEC_BODY = VECTORISED.split("import torch")[1]
+HIDDEN = {  # each left all_attention_scores bound to _loopy at run time while the reading saw the vectorised def
+    "annotation_alone": {"all_tokens": _LOOPING + "all_attention_scores = _loopy\nall_attention_scores: int\n"},
+    "for_target": {"all_tokens": VECTORISED + _LOOPING + "for all_attention_scores in [_loopy]:\n    pass\n"},
+    "with_target": {"all_tokens": VECTORISED + _LOOPING + "import contextlib\nwith contextlib.nullcontext(_loopy)"
+                                  " as all_attention_scores:\n    pass\n"},
+    "nested_unpack": {"all_tokens": VECTORISED + _LOOPING + "(all_attention_scores, _), = ((_loopy, 0),)\n"},
+    "match_capture": {"all_tokens": VECTORISED + _LOOPING + "match _loopy:\n    case all_attention_scores:\n"
+                                                            "        pass\n"},
+    "walrus": {"all_tokens": VECTORISED + _LOOPING + "(all_attention_scores := _loopy)\n"},
+    "global_in_a_function": {"all_tokens": VECTORISED + _LOOPING + "def _i():\n    global all_attention_scores\n"
+                                                                   "    all_attention_scores = _loopy\n_i()\n"},
+    "if_else": {"all_tokens": _LOOPING + "if True:\n    all_attention_scores = _loopy\nelse:\n"
+                + textwrap.indent(_VEC_BODY, "    ")},
+    "try_body": {"all_tokens": _LOOPING + "try:\n    all_attention_scores = _loopy\n    1 / 0\n"
+                 + textwrap.indent(_VEC_BODY, "    ") + "except ZeroDivisionError:\n    pass\n"},
+    "late_binding": {"all_tokens": VECTORISED + _LOOPING + "all_attention_scores = [_loopy][0]\n"
+                                                           "def _loopy(x):\n    return x @ x.T\n"},
+    "self_import": {"all_tokens": VECTORISED + _LOOPING + "from all_tokens import _loopy as all_attention_scores\n"},
+    "star_import_with_all": {"all_tokens": "def _impl(x):\n    return x @ x.T\ndef all_attention_scores(x):\n"
+                                           "    return _impl(x)\nfrom helpers import *\n",
+                             "helpers": _LOOPING + "__all__ = ['_impl']\n_impl = _loopy\n"},
+    "inner_parameter_shadows": {"all_tokens": _LOOPING + "def all_attention_scores(inputs):\n    def _u(_loopy):\n"
+                                                         "        return 0\n    return _loopy(inputs)\n"},
+    "default_shadows": {"all_tokens": _LOOPING + "def all_attention_scores(inputs, _loopy=_loopy):\n"
+                                                 "    return _loopy(inputs)\n"},
+    "augmented_assignment": {"all_tokens": _LOOPING + "class _S:\n    def __call__(self, x):\n"
+                                                      "        return _loopy(x)\n    def __iadd__(self, o):\n"
+                                                      "        return self\n"
+                                                      "all_attention_scores = _S()\ndel _S\n"
+                                                      "all_attention_scores += 0\n"},
+    "except_as_unbinds": {"all_tokens": VECTORISED + "try:\n    1 / 0\nexcept ZeroDivisionError as "
+                                                     "all_attention_scores:\n    pass\n",
+                          "self_attention_v1": _LOOPING + "all_attention_scores = _loopy\n"},
+    "import_in_the_body": {"all_tokens": "def all_attention_scores(inputs):\n    import helpers\n"
+                                         "    return helpers._loopy(inputs)\n", "helpers": _LOOPING},
+}
+
+
+@pytest.mark.parametrize("name", list(HIDDEN))
+def test_bindings_in_branches_targets_and_scopes_are_followed(name: str) -> None:
+    """A binding that may or may not run (a branch, a try, a loop) leaves the name holding either value; a
+    target (for, with, unpacking, match, walrus, global) holds a part of its value; code reads a name when it
+    runs, so it is followed to every value the name ever holds; an inner scope's names shadow only there."""
+    assert loops(directory(**HIDDEN[name]))["all_attention_scores"], name
+
+
+def test_a_notebook_cell_that_raises_keeps_what_it_bound() -> None:
+    cells = [_LOOPING + VECTORISED, "all_attention_scores = _loopy\n1 / 0\n" + VECTORISED]
+    sub = Submission(Path("nb.ipynb"), "ipynb", [Unit("notebook", f"cell {i}", textwrap.dedent(c))
+                                                 for i, c in enumerate(cells, start=1)])
+    assert loops(sub)["all_attention_scores"] == ["3 (cell 1)"]

@@ -55,14 +55,16 @@ class _Ref:
     loops count), an import of a name of another unit (resolved later), a unit imported as a module, or
     something else (a library's function, a constant): nothing to count."""
 
-    kind: str  # code | import | module | other
+    kind: str  # code | import | module | other | any (one of `alts`: a binding that may or may not have run)
     module: str = ""  # code: where it is; import, module: the unit imported from
     node: ast.AST | None = None
     label: str = ""  # code: the unit (file, cell) it is written in
     name: str = ""  # import: the name imported
+    alts: tuple[_Ref, ...] = ()
 
 
 _OTHER = _Ref("other")
+_ABSENT = _Ref("absent")  # `del f` or `except E as f` in a branch: f may be unbound, a later module's f is graded
 
 
 class _Namespaces:
@@ -80,6 +82,9 @@ class _Namespaces:
         # whose recursion limit the learner's own code may raise, can still load them
         self.unread: set[str] = set()
         self.trees: dict[int, ast.Module] = {}  # id(unit) -> its parse, for the scan of run-time bindings
+        # module -> name -> every value it was ever bound to: code reads a name when it runs, not when it is
+        # written, so a name a function refers to is followed to all of them (`f = [_loopy][0]`, then a new _loopy)
+        self.history: dict[str, dict[str, list[_Ref]]] = {}
 
     def env(self, module: str) -> dict[str, _Ref]:
         if module in self.envs:
@@ -94,7 +99,10 @@ class _Namespaces:
             try:
                 tree = ast.parse(unit.source)
                 self.trees[id(unit)] = tree
-                self._run(tree.body, env, module, unit.label)
+                # a cell that raises halfway leaves what it bound so far, and the next cells still run: none of
+                # a cell's bindings is sure to replace the one before
+                self._run(tree.body, env, module, unit.label, may=unit.label.startswith("cell "))
+                self._globals(tree, env, module, unit.label)
             except (SyntaxError, ValueError):
                 pass  # the worker reports what does not load; what ran before it stays bound
             except (RecursionError, MemoryError):
@@ -130,60 +138,109 @@ class _Namespaces:
             ref = _Ref("import", ref.module, name=attr)
         return ref
 
-    def _bind_target(self, target: ast.expr, value: _Ref | None, env: dict[str, _Ref]) -> None:
+    def _bind(self, name: str, value: _Ref, env: dict[str, _Ref], module: str, may: bool) -> None:
+        """Bind `name`; a binding that `may` not have run (in a branch, a loop, a try, a notebook cell) leaves
+        the name holding either value."""
+        old = env.get(name)
+        self.history.setdefault(module, {}).setdefault(name, []).append(value)
+        env[name] = _Ref("any", alts=(old, value)) if may and old is not None and old is not value else value
+
+    def _bind_target(self, target: ast.expr, value: _Ref, env: dict[str, _Ref], module: str, may: bool) -> None:
+        """Bind every name in `target` (`a`, `a, (b, c)`, `*a`) to `value`, the code its value comes from: a
+        name in a nested target holds a part of it, whose loops are among the whole's."""
         for n in ast.walk(target):
             if isinstance(n, ast.Name):
-                env[n.id] = value if value is not None and isinstance(target, ast.Name) else _OTHER
+                self._bind(n.id, value, env, module, may)
 
-    def _run(self, body: list[ast.stmt], env: dict[str, _Ref], module: str, label: str) -> None:
-        todo: list[ast.stmt] = list(reversed(body))
+    def _side_bindings(self, node: ast.stmt, env: dict[str, _Ref], module: str, label: str) -> None:
+        """Names a statement binds inside its expressions or patterns: `(f := _loopy)`, `case f:`. Each may or
+        may not run (the walrus in a branch of a conditional expression)."""
+        for n in ast.walk(node):
+            if isinstance(n, ast.NamedExpr) and isinstance(n.target, ast.Name):
+                self._bind(n.target.id, self._value(n.value, env, module, label), env, module, True)
+            elif isinstance(n, ast.Match):
+                subject = self._value(n.subject, env, module, label)
+                for p in ast.walk(n):
+                    name = getattr(p, "name", None) if isinstance(p, ast.MatchAs | ast.MatchStar) else (
+                        p.rest if isinstance(p, ast.MatchMapping) else None)
+                    if name:
+                        self._bind(name, subject, env, module, True)
+
+    def _globals(self, tree: ast.Module, env: dict[str, _Ref], module: str, label: str) -> None:
+        """A function or class that declares `global f` may rebind f whenever it runs (at import, or later from
+        another file): f may hold whatever that code binds it to."""
+        for scope in ast.walk(tree):
+            if isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                for g in ast.walk(scope):
+                    if isinstance(g, ast.Global):
+                        for name in g.names:
+                            self._bind(name, _Ref("code", module, scope, label), env, module, True)
+
+    def _run(self, body: list[ast.stmt], env: dict[str, _Ref], module: str, label: str, may: bool = False) -> None:
+        todo: list[tuple[ast.stmt, bool]] = [(s, may) for s in reversed(body)]
         while todo:  # no recursion: a hostile file may nest blocks deeply
-            node = todo.pop()
+            node, may = todo.pop()
+            if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                self._side_bindings(node, env, module, label)
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-                env[node.name] = _Ref("code", module, node, label)
+                self._bind(node.name, _Ref("code", module, node, label), env, module, may)
             elif isinstance(node, ast.Assign):
                 for target in node.targets:
                     if (isinstance(target, ast.Tuple | ast.List) and isinstance(node.value, ast.Tuple | ast.List)
                             and len(target.elts) == len(node.value.elts)):
                         for t, v in zip(target.elts, node.value.elts, strict=True):
-                            self._bind_target(t, self._value(v, env, module, label), env)
+                            self._bind_target(t, self._value(v, env, module, label), env, module, may)
                     else:
-                        self._bind_target(target, self._value(node.value, env, module, label), env)
-            elif isinstance(node, ast.AnnAssign | ast.AugAssign):
-                value = getattr(node, "value", None)
-                self._bind_target(node.target, None if value is None or isinstance(node, ast.AugAssign)
-                                  else self._value(value, env, module, label), env)
+                        self._bind_target(target, self._value(node.value, env, module, label), env, module, may)
+            elif isinstance(node, ast.AnnAssign):
+                if node.value is not None:  # `f: int` alone binds nothing
+                    self._bind_target(node.target, self._value(node.value, env, module, label), env, module, may)
+            elif isinstance(node, ast.AugAssign):  # `f += x` is f.__iadd__(x): f's class decides what it holds
+                self._bind_target(node.target, self._value(node.value, env, module, label), env, module, True)
             elif isinstance(node, ast.Delete):
                 for target in node.targets:
                     if isinstance(target, ast.Name):
-                        env.pop(target.id, None)
+                        if may:
+                            self._bind(target.id, _ABSENT, env, module, True)
+                        else:
+                            env.pop(target.id, None)
             elif isinstance(node, ast.Import):
                 for alias in node.names:
                     top = alias.name.split(".")[0]
                     if alias.asname:
-                        env[alias.asname] = _Ref("module", alias.name) if alias.name in self.units else _OTHER
+                        ref = _Ref("module", alias.name) if alias.name in self.units else _OTHER
+                        self._bind(alias.asname, ref, env, module, may)
                     else:
-                        env[top] = _Ref("module", top) if top in self.units else _OTHER
+                        self._bind(top, _Ref("module", top) if top in self.units else _OTHER, env, module, may)
             elif isinstance(node, ast.ImportFrom):
                 source = node.module or ""
                 ours = source in self.units and source != module
                 for alias in node.names:
-                    if alias.name == "*":
-                        if ours:
-                            env.update({k: v for k, v in self.env(source).items() if not k.startswith("_")})
+                    if alias.name == "*":  # `__all__` may add names with an underscore and leave others out
+                        for k, v in (self.env(source).items() if ours else ()):
+                            self._bind(k, v, env, module, True)
+                    elif source == module and not node.level:  # the module importing itself: what it holds now
+                        self._bind(alias.asname or alias.name, env.get(alias.name, _OTHER), env, module, may)
                     else:
-                        env[alias.asname or alias.name] = _Ref("import", source, name=alias.name) if ours else _OTHER
-            else:  # a block at the top level (if, try, with, for, while, match): its statements, in order
+                        ref = _Ref("import", source, name=alias.name) if ours else _OTHER
+                        self._bind(alias.asname or alias.name, ref, env, module, may)
+            else:  # a block at the top level (if, try, with, for, while, match): each statement may not run
+                for h in getattr(node, "handlers", None) or []:
+                    if isinstance(h, ast.ExceptHandler) and h.name:  # unbound again when the handler ends
+                        self._bind(h.name, _ABSENT, env, module, True)
                 for field in ("finalbody", "orelse", "handlers", "cases", "body"):
                     for child in reversed(getattr(node, field, None) or []):
                         if isinstance(child, ast.stmt):
-                            todo.append(child)
+                            todo.append((child, True))
                         elif isinstance(child, ast.excepthandler | ast.match_case):
-                            todo.extend(reversed(child.body))
-                if isinstance(node, ast.For | ast.AsyncFor | ast.With | ast.AsyncWith):
-                    for target in ([node.target] if isinstance(node, ast.For | ast.AsyncFor)
-                                   else [i.optional_vars for i in node.items if i.optional_vars is not None]):
-                        self._bind_target(target, None, env)
+                            todo.extend((c, True) for c in reversed(child.body))
+                if isinstance(node, ast.For | ast.AsyncFor):  # the target holds a part of what is iterated
+                    self._bind_target(node.target, self._value(node.iter, env, module, label), env, module, True)
+                elif isinstance(node, ast.With | ast.AsyncWith):
+                    for i in node.items:
+                        if i.optional_vars is not None:
+                            self._bind_target(i.optional_vars, self._value(i.context_expr, env, module, label),
+                                              env, module, True)
 
     def resolve(self, ref: _Ref) -> _Ref:
         """Follow imports (and imports of imports) to the code a name is bound to."""
@@ -193,15 +250,43 @@ class _Namespaces:
             ref = self.env(ref.module).get(ref.name, _OTHER)
         return ref if ref.kind != "import" else _OTHER
 
+    def _bindings(self, ref: _Ref) -> list[_Ref]:
+        """An import of a name stands for every value that name is ever bound to in its module."""
+        if ref.kind != "import":
+            return [ref]
+        final = self.env(ref.module).get(ref.name, _OTHER)
+        return [*self.history.get(ref.module, {}).get(ref.name, []), final]
+
+    def may_be_absent(self, ref: _Ref) -> bool:
+        todo, seen = [ref], set()
+        while todo:
+            r = todo.pop()
+            if r.kind == "absent":
+                return True
+            if r.kind == "any" and id(r) not in seen:
+                seen.add(id(r))
+                todo.extend(a for a in r.alts if a is not None)
+        return False
+
     def loops(self, start: _Ref, label: str) -> list[int | str]:
         """Lines of the loops in `start`'s code and, transitively, in the submission's module-level code it
-        refers to by name. Lines in another unit than `label` (where the name is bound) read "line (unit)"."""
+        refers to by name (every value that name is ever bound to). Lines in another unit than `label` (where the
+        name is bound) read "line (unit)"."""
         found: set[int | str] = set()
         seen: set[int] = set()
-        todo = [self.resolve(start)]
+        todo = [start]
         while todo:
             ref = todo.pop()
-            if ref.kind != "code" or ref.node is None or id(ref.node) in seen:
+            if id(ref) in seen or (ref.node is not None and id(ref.node) in seen):
+                continue
+            seen.add(id(ref))
+            if ref.kind == "any":
+                todo.extend(a for a in ref.alts if a is not None)
+                continue
+            if ref.kind == "import":
+                todo.extend(self._bindings(ref))
+                continue
+            if ref.kind != "code" or ref.node is None:
                 continue
             seen.add(id(ref.node))
             nodes = list(ast.walk(ref.node))
@@ -209,17 +294,89 @@ class _Namespaces:
                 if isinstance(n, LOOPS) or (isinstance(n, ast.Call) and _called(n) in LOOP_CALLS):
                     found.add(n.lineno if ref.label == label else f"{n.lineno} ({ref.label})")
             env = self.env(ref.module)
-            local = _locals(nodes)
+            history = self.history.get(ref.module, {})
+            imported: dict[str, _Ref] = {}  # imports inside the code: `import helpers` in a function body
             for n in nodes:
-                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id not in local and n.id in env:
-                    todo.append(self.resolve(env[n.id]))
-                elif isinstance(n, ast.Attribute):
-                    root = n.value
-                    while isinstance(root, ast.Attribute):
-                        root = root.value
-                    if isinstance(root, ast.Name) and root.id not in local:
-                        todo.append(self.resolve(self._attribute(n, env)))
-        return sorted(found, key=lambda x: (isinstance(x, str), x if isinstance(x, int) else 0, str(x)))
+                if isinstance(n, ast.ImportFrom) and (n.module or "") in self.units:
+                    todo.extend(self.env(n.module or "").values() if any(a.name == "*" for a in n.names) else
+                                [_Ref("import", n.module or "", name=a.name) for a in n.names])
+                elif isinstance(n, ast.Import):
+                    for a in n.names:
+                        if a.name in self.units:
+                            imported[a.asname or a.name.split(".")[0]] = _Ref("module", a.name if a.asname else
+                                                                              a.name.split(".")[0])
+            for n in _free(ref.node):
+                if isinstance(n, ast.Attribute) and _root(n) in imported:
+                    todo.append(self._attribute(n, imported))
+                if isinstance(n, ast.Name):
+                    todo.extend([*history.get(n.id, []), env.get(n.id, _OTHER)])
+                else:
+                    todo.append(self._attribute(n, env))
+                    todo.extend(self._attribute(n, {_root(n): h}) for h in history.get(_root(n), []))
+        return sorted(found, key=_order)
+
+
+def _order(x: int | str) -> tuple[bool, int, str]:
+    return isinstance(x, str), x if isinstance(x, int) else 0, str(x)
+
+
+def _root(n: ast.Attribute) -> str:
+    root: ast.expr = n
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    return root.id if isinstance(root, ast.Name) else ""
+
+
+def _free(root: ast.AST) -> list[ast.Name | ast.Attribute]:
+    """The names `root` reads from the module (a Name, or an Attribute chain on a Name), each scope's own
+    bindings left out: a function's parameters and assignments shadow a module-level name for its body and the
+    functions inside it, never for the code around it (its decorators and defaults, a sibling function), and a
+    name it declares global is the module's. A class body's names shadow nothing here (its methods do not see
+    them; the body itself may read the module's before it binds its own)."""
+    scope_of: dict[int, ast.AST | None] = {}  # node -> the innermost function scope it is read in
+    parent: dict[int, ast.AST | None] = {id(root): None}
+    todo: list[tuple[ast.AST, ast.AST | None]] = [(root, None)]
+    bound: dict[int, set[str]] = {}
+    declared: dict[int, set[str]] = {}
+    reads: list[ast.Name | ast.Attribute] = []
+    while todo:
+        node, scope = todo.pop()
+        scope_of[id(node)] = scope
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            outer = [*getattr(node, "decorator_list", []), *node.args.defaults,
+                     *[d for d in node.args.kw_defaults if d is not None], *(
+                         [a.annotation for a in ast.walk(node.args) if isinstance(a, ast.arg) and a.annotation]),
+                     *([node.returns] if getattr(node, "returns", None) else [])]
+            outer_ids = {id(o) for o in outer}
+            todo.extend((o, scope) for o in outer)
+            parent[id(node)] = scope
+            bound[id(node)] = {a.arg for a in ast.walk(node.args) if isinstance(a, ast.arg)}
+            for child in ast.iter_child_nodes(node):
+                if id(child) not in outer_ids and not isinstance(child, ast.arguments):
+                    todo.append((child, node))
+            continue
+        if isinstance(node, ast.Name):
+            if isinstance(node.ctx, ast.Load):
+                reads.append(node)
+            elif scope is not None:
+                bound.setdefault(id(scope), set()).add(node.id)
+        elif isinstance(node, ast.Attribute) and _root(node):
+            if isinstance(node.ctx, ast.Load):
+                reads.append(node)
+        elif isinstance(node, ast.Global) and scope is not None:
+            declared.setdefault(id(scope), set()).update(node.names)
+        if isinstance(node, ast.Attribute) and _root(node):
+            scope_of[id(node)] = scope
+        todo.extend((c, scope) for c in ast.iter_child_nodes(node))
+
+    def shadowed(name: str, scope: ast.AST | None) -> bool:
+        while scope is not None:
+            if name in bound.get(id(scope), set()) - declared.get(id(scope), set()):
+                return True
+            scope = parent.get(id(scope))
+        return False
+
+    return [r for r in reads if not shadowed(r.id if isinstance(r, ast.Name) else _root(r), scope_of[id(r)])]
 
 
 def _called(call: ast.Call) -> str:
@@ -339,18 +496,6 @@ def _may_be_unsafe(expr: ast.expr, loops: dict[str, set[str]]) -> bool:
     return not prefix or any(u.startswith(prefix) for u in _UNSAFE_NAMES)
 
 
-def _locals(nodes: list[ast.AST]) -> set[str]:
-    """Names bound inside a function (parameters, assignments, comprehension variables): a reference to one
-    of them is not a reference to the module-level name it may shadow."""
-    names: set[str] = set()
-    for n in nodes:
-        if isinstance(n, ast.arg):
-            names.add(n.arg)
-        elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store | ast.Del):
-            names.add(n.id)
-    return names
-
-
 def analyse(sub: Submission) -> dict[str, Any]:
     """{"loops": {name: lines}} for the names that must be loop-free, each as the worker will find it: bound in
     the first module (in the order the worker loads them) that binds it, by whatever binding comes last; and
@@ -358,6 +503,7 @@ def analyse(sub: Submission) -> dict[str, Any]:
     spaces = _Namespaces(sub)
     text = {id(u): _text(u.source) for u in sub.units}
     loops: dict[str, list[int | str]] = {}
+    done: set[str] = set()
     for module, units in spaces.units.items():
         # parsing costs: only the modules that mention one of the names (or may bring it in with `import *`)
         if not any(name in text[id(u)] or _STAR.search(text[id(u)]) for u in units for name in LOOP_FREE):
@@ -365,8 +511,11 @@ def analyse(sub: Submission) -> dict[str, Any]:
         try:
             env = spaces.env(module)
             for name in LOOP_FREE:
-                if name in env and name not in loops:
-                    loops[name] = spaces.loops(env[name], spaces.bound_in[module].get(name, units[0].label))
+                if name in env and name not in done:
+                    found = spaces.loops(env[name], spaces.bound_in[module].get(name, units[0].label))
+                    loops[name] = sorted({*loops.get(name, []), *found}, key=_order)
+                    if not spaces.may_be_absent(env[name]):  # else the worker may take a later module's
+                        done.add(name)
         except (RecursionError, MemoryError):
             # never silently loop-free: a unit too deep for us to parse may define these names, with loops
             spaces.unread.update(u.label for u in units)
