@@ -344,3 +344,17 @@ def test_a_notebook_cell_that_raises_keeps_what_it_bound() -> None:
     sub = Submission(Path("nb.ipynb"), "ipynb", [Unit("notebook", f"cell {i}", textwrap.dedent(c))
                                                  for i, c in enumerate(cells, start=1)])
     assert loops(sub)["all_attention_scores"] == ["3 (cell 1)"]
+
+
+@pytest.mark.parametrize("write", ["all_tokens._pairwise = _loopy", "setattr(all_tokens, '_pairwise', _loopy)",
+                                   "import torch\ntorch.softmax = _loopy"])
+def test_another_file_assigning_what_the_functions_read_is_seen(write: str) -> None:
+    """all_attention_scores calls a loop-free helper; another file replaces that helper (or torch.softmax,
+    which all_attention_weights calls) by attribute: what runs loops, with no binding the symbolic run sees."""
+    sub = directory(all_tokens="import torch\ndef _pairwise(inputs):\n    return inputs @ inputs.T\n"
+                               "def all_attention_scores(inputs):\n    return _pairwise(inputs)\n"
+                               "def all_attention_weights(attn_scores):\n"
+                               "    return torch.softmax(attn_scores, dim=-1)\n"
+                               "def all_context_vectors(attn_weights, inputs):\n    return attn_weights @ inputs\n",
+                    softmax=_LOOPY + "import all_tokens\n" + write + "\n")
+    assert static.analyse(sub)["dynamic"], write

@@ -85,6 +85,10 @@ class _Namespaces:
         # module -> name -> every value it was ever bound to: code reads a name when it runs, not when it is
         # written, so a name a function refers to is followed to all of them (`f = [_loopy][0]`, then a new _loopy)
         self.history: dict[str, dict[str, list[_Ref]]] = {}
+        # every name and attribute the loop-free functions' code reads, followed or not (`_pairwise`, `softmax` of
+        # torch.softmax): another file assigning one of them (`all_tokens._pairwise = f`, `torch.softmax = f`)
+        # changes what runs without a binding the symbolic run sees
+        self.read: set[str] = set()
 
     def env(self, module: str) -> dict[str, _Ref]:
         if module in self.envs:
@@ -306,6 +310,7 @@ class _Namespaces:
                             imported[a.asname or a.name.split(".")[0]] = _Ref("module", a.name if a.asname else
                                                                               a.name.split(".")[0])
             for n in _free(ref.node):
+                self.read.add(n.id if isinstance(n, ast.Name) else n.attr)
                 if isinstance(n, ast.Attribute) and _root(n) in imported:
                     todo.append(self._attribute(n, imported))
                 if isinstance(n, ast.Name):
@@ -385,7 +390,7 @@ def _called(call: ast.Call) -> str:
     return f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
 
 
-def _dynamic_lines(tree: ast.AST) -> list[int]:
+def _dynamic_lines(tree: ast.AST, read: frozenset[str] = frozenset()) -> list[int]:
     """Lines that may bind names where the symbolic run cannot see: a call of a DYNAMIC_BUILTINS name or of a
     DYNAMIC_METHODS method, setattr or getattr by a name that may be an unsafe one (_may_be_unsafe), a read of a
     DYNAMIC_ATTRS attribute or of `__builtins__`, `sys.modules`, an import of `builtins`, and an assignment to a
@@ -398,7 +403,7 @@ def _dynamic_lines(tree: ast.AST) -> list[int]:
             if isinstance(f, ast.Name):
                 if f.id in ("setattr", "getattr"):
                     scopes = _loops_by_call(tree) if scopes is None else scopes
-                    if len(n.args) < 2 or _may_be_unsafe(n.args[1], scopes.get(id(n), {})):
+                    if len(n.args) < 2 or _may_be_unsafe(n.args[1], scopes.get(id(n), {}), read):
                         lines.append(n.lineno)
                 elif f.id in DYNAMIC_BUILTINS:
                     lines.append(n.lineno)
@@ -409,7 +414,8 @@ def _dynamic_lines(tree: ast.AST) -> list[int]:
             lines.append(n.lineno)  # type: ignore[attr-defined]
         elif isinstance(n, ast.Assign | ast.AugAssign | ast.AnnAssign):
             for t in n.targets if isinstance(n, ast.Assign) else [n.target]:
-                if isinstance(t, ast.Attribute) and (t.attr in DYNAMIC_DUNDERS or t.attr in LOOP_FREE):
+                if isinstance(t, ast.Attribute) and (t.attr in DYNAMIC_DUNDERS or t.attr in LOOP_FREE
+                                                     or t.attr in read):
                     lines.append(n.lineno)
     return sorted(set(lines))
 
@@ -484,16 +490,17 @@ def _prefix(expr: ast.expr) -> str | None:
     return None
 
 
-def _may_be_unsafe(expr: ast.expr, loops: dict[str, set[str]]) -> bool:
+def _may_be_unsafe(expr: ast.expr, loops: dict[str, set[str]], read: frozenset[str] = frozenset()) -> bool:
     """May this attribute name (setattr's or getattr's second argument) be one of _UNSAFE_NAMES? Only a name the
     text pins down is safe: a constant, a loop variable over written-out strings, or a string that starts with
     something no unsafe name starts with (f"layer_{i}", "b" + name)."""
+    unsafe = _UNSAFE_NAMES | read
     if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
-        return expr.value in _UNSAFE_NAMES
+        return expr.value in unsafe
     if isinstance(expr, ast.Name) and expr.id in loops:
-        return bool(loops[expr.id] & _UNSAFE_NAMES)
+        return bool(loops[expr.id] & unsafe)
     prefix = _prefix(expr)
-    return not prefix or any(u.startswith(prefix) for u in _UNSAFE_NAMES)
+    return not prefix or any(u.startswith(prefix) for u in unsafe)
 
 
 def analyse(sub: Submission) -> dict[str, Any]:
@@ -522,8 +529,9 @@ def analyse(sub: Submission) -> dict[str, Any]:
     # every unit, whether or not it names the functions: another file may rebind them by a computed name. A
     # unit naming none of the triggers has nothing to find: it is not walked (a walk is ~1 ms a notebook cell)
     dynamic = []
+    read = frozenset(spaces.read - {"self", "cls"})
     for unit in sub.units:
-        if not any(t in text[id(unit)] for t in _TRIGGERS):
+        if not any(t in text[id(unit)] for t in _TRIGGERS) and not any(r in text[id(unit)] for r in read):
             continue
         tree = spaces.trees.get(id(unit))
         if tree is None:
@@ -531,5 +539,5 @@ def analyse(sub: Submission) -> dict[str, Any]:
             with contextlib.suppress(SyntaxError, ValueError, RecursionError, MemoryError):
                 tree = ast.parse(unit.source)
         if tree is not None:
-            dynamic += [f"{line} ({unit.label})" for line in _dynamic_lines(tree)]
+            dynamic += [f"{line} ({unit.label})" for line in _dynamic_lines(tree, read)]
     return {"loops": loops, "unread": sorted(spaces.unread), "dynamic": dynamic[:5]}
