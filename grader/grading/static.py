@@ -106,7 +106,8 @@ class _Namespaces:
                 # a cell that raises halfway leaves what it bound so far, and the next cells still run: none of
                 # a cell's bindings is sure to replace the one before
                 self._run(tree.body, env, module, unit.label, may=unit.label.startswith("cell "))
-                self._globals(tree, env, module, unit.label)
+                if "global" in _text(unit.source):  # the walk costs ~1 ms a notebook cell
+                    self._globals(tree, env, module, unit.label)
             except (SyntaxError, ValueError):
                 pass  # the worker reports what does not load; what ran before it stays bound
             except (RecursionError, MemoryError):
@@ -159,26 +160,27 @@ class _Namespaces:
     def _side_bindings(self, node: ast.stmt, env: dict[str, _Ref], module: str, label: str) -> None:
         """Names a statement binds inside its expressions or patterns: `(f := _loopy)`, `case f:`. Each may or
         may not run (the walrus in a branch of a conditional expression)."""
-        for n in ast.walk(node):
+        subject = self._value(node.subject, env, module, label) if isinstance(node, ast.Match) else None
+        for n in _own_expressions(node):
             if isinstance(n, ast.NamedExpr) and isinstance(n.target, ast.Name):
                 self._bind(n.target.id, self._value(n.value, env, module, label), env, module, True)
-            elif isinstance(n, ast.Match):
-                subject = self._value(n.subject, env, module, label)
-                for p in ast.walk(n):
-                    name = getattr(p, "name", None) if isinstance(p, ast.MatchAs | ast.MatchStar) else (
-                        p.rest if isinstance(p, ast.MatchMapping) else None)
-                    if name:
-                        self._bind(name, subject, env, module, True)
+            elif subject is not None:
+                name = getattr(n, "name", None) if isinstance(n, ast.MatchAs | ast.MatchStar) else (
+                    n.rest if isinstance(n, ast.MatchMapping) else None)
+                if name:
+                    self._bind(name, subject, env, module, True)
 
     def _globals(self, tree: ast.Module, env: dict[str, _Ref], module: str, label: str) -> None:
         """A function or class that declares `global f` may rebind f whenever it runs (at import, or later from
         another file): f may hold whatever that code binds it to."""
-        for scope in ast.walk(tree):
-            if isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-                for g in ast.walk(scope):
-                    if isinstance(g, ast.Global):
-                        for name in g.names:
-                            self._bind(name, _Ref("code", module, scope, label), env, module, True)
+        todo: list[tuple[ast.AST, ast.AST | None]] = [(tree, None)]  # one walk, each node with its scope
+        while todo:
+            node, scope = todo.pop()
+            if isinstance(node, ast.Global) and scope is not None:
+                for name in node.names:
+                    self._bind(name, _Ref("code", module, scope, label), env, module, True)
+            inner = node if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) else scope
+            todo.extend((c, inner) for c in ast.iter_child_nodes(node))
 
     def _run(self, body: list[ast.stmt], env: dict[str, _Ref], module: str, label: str, may: bool = False) -> None:
         todo: list[tuple[ast.stmt, bool]] = [(s, may) for s in reversed(body)]
@@ -309,8 +311,13 @@ class _Namespaces:
                         if a.name in self.units:
                             imported[a.asname or a.name.split(".")[0]] = _Ref("module", a.name if a.asname else
                                                                               a.name.split(".")[0])
+            # an annotation is evaluated once, when the def runs: what it names changing later changes nothing
+            noted = {id(x) for n in nodes for a in (getattr(n, "annotation", None), getattr(n, "returns", None))
+                     if isinstance(n, ast.arg | ast.FunctionDef | ast.AsyncFunctionDef) and a is not None
+                     for x in ast.walk(a)}
             for n in _free(ref.node):
-                self.read.add(n.id if isinstance(n, ast.Name) else n.attr)
+                if id(n) not in noted:
+                    self.read.add(n.id if isinstance(n, ast.Name) else n.attr)
                 if isinstance(n, ast.Attribute) and _root(n) in imported:
                     todo.append(self._attribute(n, imported))
                 if isinstance(n, ast.Name):
@@ -319,6 +326,18 @@ class _Namespaces:
                     todo.append(self._attribute(n, env))
                     todo.extend(self._attribute(n, {_root(n): h}) for h in history.get(_root(n), []))
         return sorted(found, key=_order)
+
+
+def _own_expressions(node: ast.stmt) -> list[ast.AST]:
+    """What a statement holds short of the statements inside it (a block's body is run statement by statement,
+    each then looked at once; a def's or a class's body is not module-level code)."""
+    out: list[ast.AST] = []
+    todo = [c for c in ast.iter_child_nodes(node) if not isinstance(c, ast.stmt)]
+    while todo:
+        n = todo.pop()
+        out.append(n)
+        todo.extend(c for c in ast.iter_child_nodes(n) if not isinstance(c, ast.stmt))
+    return out
 
 
 def _order(x: int | str) -> tuple[bool, int, str]:
@@ -370,8 +389,6 @@ def _free(root: ast.AST) -> list[ast.Name | ast.Attribute]:
                 reads.append(node)
         elif isinstance(node, ast.Global) and scope is not None:
             declared.setdefault(id(scope), set()).update(node.names)
-        if isinstance(node, ast.Attribute) and _root(node):
-            scope_of[id(node)] = scope
         todo.extend((c, scope) for c in ast.iter_child_nodes(node))
 
     def shadowed(name: str, scope: ast.AST | None) -> bool:
@@ -530,8 +547,12 @@ def analyse(sub: Submission) -> dict[str, Any]:
     # unit naming none of the triggers has nothing to find: it is not walked (a walk is ~1 ms a notebook cell)
     dynamic = []
     read = frozenset(spaces.read - {"self", "cls"})
+    # a write to one of those is an attribute, `.name` (spaces, a line continuation or a comment may stand between
+    # inside brackets), or a setattr (a trigger): `torch`, read everywhere, is rarely an attribute anywhere
+    names = "|".join(map(re.escape, sorted(read)))
+    written = re.compile(r"\.(?:[\s\\]|#[^\n]*)*(?:" + names + r")\b") if read else None
     for unit in sub.units:
-        if not any(t in text[id(unit)] for t in _TRIGGERS) and not any(r in text[id(unit)] for r in read):
+        if not any(t in text[id(unit)] for t in _TRIGGERS) and not (written and written.search(text[id(unit)])):
             continue
         tree = spaces.trees.get(id(unit))
         if tree is None:

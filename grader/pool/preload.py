@@ -10,6 +10,7 @@ page by page) the objects it inherited.
 """
 
 import gc
+import time
 
 import torch
 import torch.nn as nn
@@ -111,8 +112,6 @@ class _Collapse:
 
     def step(self, seconds: float = 0.005) -> bool:
         """Collapse blocks for about `seconds`; whether any is left."""
-        import time
-
         end = time.monotonic() + seconds
         while self.blocks and time.monotonic() < end:
             self.madvise(self.blocks.pop(), HUGE, 25)  # MADV_COLLAPSE
