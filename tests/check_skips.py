@@ -20,9 +20,6 @@ ALLOWED: list[tuple[str, str, str]] = [
     # Landlock is a property of the kernel CI runs on, not something a package install provides; the test
     # proves the layer where it exists, and `attn-kata doctor` reports its absence
     ("tests.test_batch", "test_a_worker_cannot_read_the_secret_from_a_grading_process", "needs Landlock"),
-    # a strict xfail (JUnit reports it as a skip): the one known residual of forged facts, kept visible on purpose
-    # (docs/design.md §5); it turns into a failure the day it is fixed
-    ("tests.test_redteam", "test_forged_structure_facts_earn_nothing", "the residual of forged facts"),
 ]
 
 

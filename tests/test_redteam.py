@@ -386,16 +386,54 @@ FORGE = textwrap.dedent("""
     """)
 
 
-@pytest.mark.xfail(strict=True, reason="the residual of forged facts: a fact counts only once some outputs of the "
-                   "step equal the reference's (Outcome._vouch; test_forged_facts_need_right_outputs), so forging "
-                   "earns nothing without the work; but a module whose outputs are right and whose mask is a plain "
-                   "attribute can still claim the 'registered buffer' point (one point of a step it has solved)")
-def test_forged_structure_facts_earn_nothing(tmp_path: Path) -> None:
+# the same lie told by the module itself: its buffers as named_buffers() reports them
+OVERRIDE = textwrap.dedent("""
+    def _named_buffers(self, *args, **kwargs):
+        yield from nn.Module.named_buffers(self, *args, **kwargs)
+        yield "mask", self.mask
+    CausalAttention.named_buffers = _named_buffers
+    """)
+
+
+@pytest.mark.parametrize("forge", [FORGE, OVERRIDE], ids=["patched_probe", "named_buffers_override"])
+def test_forged_structure_facts_earn_nothing(tmp_path: Path, forge: str) -> None:
+    """A module whose outputs are right and whose mask is a plain attribute, claiming a registered buffer: the
+    point is judged by what a moved module computes (common.moves_with_the_module), which no claim changes. Before
+    that check, the forged claim earned the point (it was a strict xfail)."""
     twin, forged = tmp_path / "twin.py", tmp_path / "forged.py"
     twin.write_text(MODULE_CA)
-    forged.write_text(MODULE_CA + FORGE)
+    forged.write_text(MODULE_CA + forge)
     want = engine.grade(twin, steps=["causal_attention"]).steps[0]
     got = engine.grade(forged, steps=["causal_attention"]).steps[0]
+    assert want.status == "partial"
+    assert got.score == want.score, (got.score, want.score)
+    buffer = next(c for c in got.checks if "registered buffer" in c.name)
+    assert not buffer.passed and "does not move with the module" in buffer.message, buffer.message
+
+
+GPT2_768 = textwrap.dedent("""
+    def gpt2_attention(dropout=0.0):
+        return MultiHeadAttention(768, 768, 768, dropout, num_heads=12)  # context_length 768, not 1024
+    """)
+FORGE_1024 = textwrap.dedent("""
+    import grader.worker.probes as _probes
+    _real = _probes._structure
+    def _forged(module):
+        s = _real(module)
+        s["buffers"] = {n: [[1024, 1024], d] for n, (_shape, d) in s["buffers"].items()}
+        return s
+    _probes._structure = _forged
+    """)
+
+
+def test_a_forged_mask_size_earns_nothing(tmp_path: Path) -> None:
+    """Step 14: the mask's size is the one sign of context_length 1024 on a short sequence; claiming it (the
+    outputs are right, only the mask is 768 × 768) earns nothing, as the moved module's output shows."""
+    twin, forged = tmp_path / "twin.py", tmp_path / "forged.py"
+    twin.write_text(GPT2_768)
+    forged.write_text(GPT2_768 + FORGE_1024)
+    want = engine.grade(twin, steps=["gpt2_size"]).steps[0]
+    got = engine.grade(forged, steps=["gpt2_size"]).steps[0]
     assert want.status == "partial"
     assert got.score == want.score, (got.score, want.score)
 

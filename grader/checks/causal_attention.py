@@ -5,7 +5,16 @@ from __future__ import annotations
 import torch
 
 from grader.checks import Case, Gen, Outcome, book_inputs, cases, check, expect
-from grader.checks.common import DROPOUT_COPIES, book, dropout_mean_close, grads_match, linear_shapes, module, no_future
+from grader.checks.common import (
+    DROPOUT_COPIES,
+    book,
+    dropout_mean_close,
+    grads_match,
+    linear_shapes,
+    module,
+    moves_with_the_module,
+    no_future,
+)
 from grader.i18n import N_, _
 
 STEP = "causal_attention"
@@ -39,6 +48,8 @@ def plan(g: Gen, cls: str, prefix: str, extra_ctor: dict, n_heads: int = 1, sing
     }
     if not single_head_only:  # the wrapper's heads are the reference's: masking and dropout are tested in step 9
         del cases["leak"], cases["eval_dropout"]
+    else:  # the mask's buffer shown by behaviour, not by a name the module reports (common.moves_with_the_module)
+        cases["moved"] = module(cls, g, ctor, shapes, g.randn(2, ctx, d_in), window=g.int(1, 2), mask_size=ctx)
     return cases
 
 
@@ -135,6 +146,7 @@ def _check(r: Outcome) -> None:
     ok = [n for n, (shape, _dtype) in buffers.items() if shape == [ctx, ctx]]
     expect.true(bool(ok), _("no (context_length, context_length) buffer: keep the mask with "
                 "self.register_buffer('mask', ...) so it moves with the module and is saved with it"))
+    moves_with_the_module(r, "fwd", "moved", DIMS)
 
 
 @check(STEP, N_("inputs shorter than context_length (mask cut to num_tokens)"))

@@ -6,7 +6,7 @@ from typing import Any
 
 import torch
 
-from grader.checks import Case, Gen, Outcome, expect
+from grader.checks import Case, Failed, Gen, Outcome, expect
 from grader.i18n import _
 
 
@@ -44,16 +44,42 @@ def linear_shapes(prefix: str, d_in: int, d_out: int, bias: bool = False) -> dic
 
 def module(cls: str, g: Gen, ctor: dict[str, Any], shapes: dict[str, tuple[int, ...]], x: torch.Tensor,
            grad_out: tuple[int, ...] | None = None, train: bool = False,
-           extra: dict[str, torch.Tensor] | None = None, structure: bool = False) -> Case:
+           extra: dict[str, torch.Tensor] | None = None, structure: bool = False, window: int = 0,
+           mask_size: int = 0) -> Case:
     """A case building cls(**ctor), loading seeded weights, running it on x (and extra inputs);
     with grad_out (the expected output shape), also backward; with structure, also the module's
-    structure facts (parameters, buffers, children), for the cases whose checks read them."""
+    structure facts (parameters, buffers, children), for the cases whose checks read them; with window, the
+    module's (mask_size, mask_size) tensors narrowed to a sliding window first (see `moves_with_the_module`)."""
     inputs = {**g.weights(shapes), "x": x, **(extra or {})}
     if grad_out is not None:
         inputs["grad_out"] = g.randn(*grad_out)
     params = {"cls": cls, "ctor": ctor, "grad": grad_out is not None, "train": train, "extra_x": list(extra or {}),
               "structure": structure}
+    if window:
+        params |= {"window": window, "mask_size": mask_size}
     return Case("module", inputs, params, seed=g.seed())
+
+
+def moves_with_the_module(r: Outcome, plain: str, moved: str, dims: tuple[str, ...]) -> None:
+    """The mask is a buffer, shown by behaviour: case `moved` builds the module of case `plain` and, before it
+    runs, narrows its (context_length, context_length) tensors to a sliding window with `_apply` (what .to() and
+    .cuda() use; grader.worker.probes._windowed); its output must be the reference's so changed. A plain attribute,
+    or a mask made anew in forward, does not move. Buffer names are facts the module reports, which a submission
+    can forge; this output it cannot give without computing it. Judged only where `plain` is right: a wrong
+    forward's moved output proves nothing either way, and the buffer names (believed once some output is right,
+    Outcome._vouch) decide alone. A forger cannot use that: breaking `plain` on purpose costs its own check
+    (and the gradients read from it) at least the point the forged names would earn."""
+    try:
+        expect.close(r.got(plain), r.want(plain), _("context vectors"), dims)
+    except Failed:
+        return
+    try:
+        expect.close(r.got(moved), r.want(moved), _("context vectors"), dims)
+    except Failed:
+        raise Failed(_("the mask does not move with the module: module.to(...) or .cuda() changed every buffer "
+                       "but forward did not see it. Register the mask with self.register_buffer('mask', ...) "
+                       "and use self.mask in forward (not a plain attribute, not a mask made anew in forward)")
+                     ) from None
 
 
 def book(cls: str, g: Gen, ctor: dict[str, Any], seed: int, x: torch.Tensor) -> Case:

@@ -2,7 +2,7 @@
 
 MultiHeadAttention itself is the reference's (the step builds on step 11), so each case builds the module under the
 case's seed and runs it on a short sequence: two builds per side (`default` runs the module `fwd` built, the same
-call), no weights sent (2.4 million of them). The builds
+call, and so does `moved`), no weights sent (2.4 million of them). The builds
 draw their initial weights from a seeded table (grader/worker/fast_init.py), not one generator call per element:
 a module built like the reference still gets the reference's weights, any other build other ones."""
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 from math import prod
 
 from grader.checks import Case, Gen, Outcome, cases, check, expect
-from grader.checks.common import module, no_future
+from grader.checks.common import module, moves_with_the_module, no_future
 from grader.i18n import N_, _
 
 STEP = "gpt2_size"
@@ -32,8 +32,12 @@ def _cases(g: Gen) -> dict[str, Case]:
     # rescale; its output does not depend on how d_out is split into heads. It runs the module `fwd` built (the
     # same call, gpt2_attention()): two GPT-2-size builds per side instead of three, each case still judged alone
     default = module(FN, g, {}, {}, g.randn(2, 1, EMB), train=True)
-    fwd.params["keep"] = default.params["reuse"] = "gpt2_attention()"
-    built = {"fwd": fwd, "default": default, "dropout": dropout}  # `fwd`'s module is let go before `dropout` builds
+    # fwd's module again, its 1024 × 1024 tensors narrowed to a sliding window first (common.moves_with_the_module;
+    # one token, as in `default` after it, sees no difference)
+    moved = module(FN, g, {}, {}, g.randn(1, n, EMB), window=g.int(1, 2), mask_size=1024)
+    fwd.params["keep"] = moved.params["reuse"] = moved.params["keep"] = default.params["reuse"] = "gpt2_attention()"
+    # `fwd`'s module is let go before `dropout` builds
+    built = {"fwd": fwd, "moved": moved, "default": default, "dropout": dropout}
     for case in built.values():  # seeded weights from a table, on both sides (grader/worker/fast_init.py)
         case.params["fast_init"] = True
     return built
@@ -65,6 +69,7 @@ def _check(r: Outcome) -> None:
     got = [shape for shape, _dtype in r.got("fwd", "structure")["buffers"].values()]
     expect.true(any(shape in got for shape in want), _("mask buffers {got}, expected one of shape (1024, 1024) = "
                 "(context_length, context_length)").format(got=", ".join(str(tuple(s)) for s in got) or "—"))
+    moves_with_the_module(r, "fwd", "moved", DIMS)
     no_future(r, "fwd", r.inputs("fwd")["x"].shape[1] // 2, _("context vectors"))
 
 

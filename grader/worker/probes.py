@@ -189,20 +189,41 @@ def clear_kept() -> None:
     KEPT.clear()
 
 
+def _windowed(size: int, window: int) -> Callable[[torch.Tensor], torch.Tensor]:
+    """For `nn.Module._apply` (what .to(), .cuda() and .double() use): every tensor whose last two sizes are
+    (size, size), the causal mask in whatever convention (1, True or -inf where masked, or 1 where kept), also
+    masks the tokens more than `window` positions back: they get the value it holds at a future position, (0,
+    size - 1). Every other tensor is returned as it is. Only what moves with the module sees the change: its
+    parameters and registered buffers, persistent or not, and not a plain attribute."""
+    far = torch.ones(size, size, dtype=torch.bool).tril(-window - 1)  # (size, size): i - j > window
+
+    def fn(t: torch.Tensor) -> torch.Tensor:
+        if t.dim() < 2 or tuple(t.shape[-2:]) != (size, size):
+            return t
+        return torch.where(far, t[..., :1, -1:], t)  # t[..., :1, -1:]: (..., 1, 1), the masked value
+
+    return fn
+
+
 @probe
 def module(ns: Mapping[str, Any], inputs: Mapping[str, torch.Tensor], *, cls: str, ctor: dict[str, Any],
            train: bool = False, grad: bool = False, load: bool = True, seed: int | None = None,
            extra_x: list[str] | None = None, structure: bool = False, fast_init: bool = False,
-           keep: str = "", reuse: str = "") -> Outputs:
+           keep: str = "", reuse: str = "", window: int = 0, mask_size: int = 0) -> Outputs:
     """Build a module, load the grader's weights (inputs `w.<param>`), run it on `x` (and extra inputs).
     `keep`: remember the module under that name for a later case of the same step; `reuse`: run the module an
     earlier case kept (built by the same constructor call) instead of building another, where there is one.
-    Step 14 builds GPT-2-size modules (2.4 million weights, a 1024 × 1024 mask): a build saved is ~1/3 of it."""
+    Step 14 builds GPT-2-size modules (2.4 million weights, a 1024 × 1024 mask): a build saved is ~1/3 of it.
+    `window`: first, narrow what moves with the module and is (mask_size, mask_size) to a sliding window of
+    that many tokens back (`_windowed`): only a mask kept where .to() finds it, and read by forward, changes the
+    output as it changes the reference's."""
     m = KEPT.pop(reuse, None) if reuse else None
     if m is None:
         m = _build(ns, cls, ctor, seed, fast_init)
     if keep:
         KEPT[keep] = m
+    if window:  # before anything runs: a forward that changes the module (in place) acts on the moved one
+        m._apply(_windowed(mask_size, window))
     out: Outputs = {"structure": _structure(m)} if structure else {}
     weights = {k[2:]: v for k, v in inputs.items() if k.startswith("w.")}
     pieces = _load_weights(m, weights) if load else []
