@@ -209,6 +209,15 @@ NOT_SINGLED_OUT: set[tuple[str, str]] = {
     # "random" and "signed" draw the same num_tokens, so a bug fails both; dot_six_tokens singled it out while its
     # right answer on the book's (public) example still earned points (Outcome.some_output_right: it proves no work)
     ("dot_scores", "random inputs with num_tokens ≠ d_in"),
+    # the facts a module reports of itself count only once the case they describe computes right
+    # (common.shown_by, common.moves_with_the_module): a wrong `fwd` fails the buffer check too (and gradients,
+    # read from `fwd`), so no bug leaves half of step 9's other checks passing
+    ("causal_attention", "matches the reference on a batch of 2 with d_in ≠ d_out"),
+    # the same for step 14: a wrong `fwd` fails the size and mask checks with it, and `dropout` builds the module
+    # the same way, so every bug of the build fails at least four of the five
+    ("gpt2_size", "GPT-2 small's size: 12 heads of head_dim 64, d_in = d_out = 768, 2,360,064 parameters "
+                  "(qkv_bias=False)"),
+    ("gpt2_size", "matches the reference on a short sequence: (1, num_tokens, 768)"),
 }
 
 

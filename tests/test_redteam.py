@@ -438,6 +438,58 @@ def test_a_forged_mask_size_earns_nothing(tmp_path: Path) -> None:
     assert got.score == want.score, (got.score, want.score)
 
 
+# facts believed through a case they do not touch: one head (step 10's `one`), one token (step 14's `default`)
+SHARED_HEADS = textwrap.dedent("""
+    import torch, torch.nn as nn
+    class MultiHeadAttentionWrapper(nn.Module):
+        def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
+            super().__init__()
+            head = CausalAttention(d_in, d_out, context_length, dropout, qkv_bias)
+            self.heads = nn.ModuleList([head] * num_heads)  # one head, num_heads times
+        def forward(self, x):
+            return torch.cat([head(x) for head in self.heads], dim=-1)
+    """)
+FORGE_UNIQUE = textwrap.dedent("""
+    import grader.worker.probes as _probes
+    _real = _probes._structure
+    def _forged(module):
+        s = _real(module)
+        s["n_unique_params"] = len(list(module.named_parameters(remove_duplicate=False)))
+        return s
+    _probes._structure = _forged
+    """)
+GPT2_64_HEADS = textwrap.dedent("""
+    def gpt2_attention(dropout=0.0):
+        return MultiHeadAttention(768, 768, 1024, dropout, num_heads=64)  # 64 heads of 12, not 12 of 64
+    """)
+FORGE_HEADS = textwrap.dedent("""
+    import grader.worker.probes as _probes
+    _real = _probes._structure
+    def _forged(module):
+        s = _real(module)
+        s["attrs"] = {**s["attrs"], "num_heads": 12, "head_dim": 64}
+        return s
+    _probes._structure = _forged
+    """)
+
+
+@pytest.mark.parametrize(("step", "code", "forge"), [("multihead_wrapper", SHARED_HEADS, FORGE_UNIQUE),
+                                                      ("gpt2_size", GPT2_64_HEADS, FORGE_HEADS)],
+                         ids=["shared_heads", "gpt2_64_heads"])
+def test_facts_vouched_by_a_case_they_do_not_touch_earn_nothing(tmp_path: Path, step: str, code: str,
+                                                                 forge: str) -> None:
+    """A wrong module whose one-head (or one-token) case is right, claiming the property it lacks. Step 14's claim
+    earned the size point until the facts had to be shown by the case they describe (common.shown_by); step 10's
+    shared heads were already refused where the grader's weights are loaded by role, before any fact is read."""
+    twin, forged = tmp_path / "twin.py", tmp_path / "forged.py"
+    twin.write_text(code)
+    forged.write_text(code + forge)
+    want = engine.grade(twin, steps=[step]).steps[0]
+    got = engine.grade(forged, steps=[step]).steps[0]
+    assert want.status == "partial"
+    assert got.score == want.score, (got.score, want.score)
+
+
 def test_loops_moved_into_helpers_or_lambdas_are_still_loops(tmp_path: Path) -> None:
     p = tmp_path / "loops.py"
     p.write_text(textwrap.dedent("""

@@ -7,7 +7,7 @@ from typing import Any
 import torch
 
 from grader.checks import Case, Failed, Gen, Outcome, expect
-from grader.i18n import _
+from grader.i18n import N_, _
 
 
 def call(fn: str, g: Gen, consts: list[Any] | None = None, grad_out: tuple[int, ...] | None = None,
@@ -60,19 +60,29 @@ def module(cls: str, g: Gen, ctor: dict[str, Any], shapes: dict[str, tuple[int, 
     return Case("module", inputs, params, seed=g.seed())
 
 
+SHOWN_BY_OUTPUTS = N_("{what} is shown by what forward computes, so it counts once the context vectors match the "
+                      "reference: fix those first")
+
+
+def shown_by(r: Outcome, case: str, what: str, dims: tuple[str, ...]) -> None:
+    """The property a check reads from `case`'s facts (names, sizes, how many distinct parameters) decides that
+    case's outputs, so those must be right before the facts are believed: a module can report anything, and the
+    weaker rule (some output of the same class right, Outcome._vouch) lets a wrong module claim a property through
+    a case the property does not touch (one head, one token)."""
+    try:
+        expect.close(r.got(case), r.want(case), _("context vectors"), dims)
+    except Failed:
+        raise Failed(_(SHOWN_BY_OUTPUTS).format(what=what)) from None
+
+
 def moves_with_the_module(r: Outcome, plain: str, moved: str, dims: tuple[str, ...]) -> None:
     """The mask is a buffer, shown by behaviour: case `moved` builds the module of case `plain` and, before it
     runs, narrows its (context_length, context_length) tensors to a sliding window with `_apply` (what .to() and
     .cuda() use; grader.worker.probes._windowed); its output must be the reference's so changed. A plain attribute,
     or a mask made anew in forward, does not move. Buffer names are facts the module reports, which a submission
-    can forge; this output it cannot give without computing it. Judged only where `plain` is right: a wrong
-    forward's moved output proves nothing either way, and the buffer names (believed once some output is right,
-    Outcome._vouch) decide alone. A forger cannot use that: breaking `plain` on purpose costs its own check
-    (and the gradients read from it) at least the point the forged names would earn."""
-    try:
-        expect.close(r.got(plain), r.want(plain), _("context vectors"), dims)
-    except Failed:
-        return
+    can forge; this output it cannot give without computing it. Judged only once `plain` is right (a wrong
+    forward's moved output proves nothing): the point is not earned before."""
+    shown_by(r, plain, _("the mask buffer"), dims)
     try:
         expect.close(r.got(moved), r.want(moved), _("context vectors"), dims)
     except Failed:

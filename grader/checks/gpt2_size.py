@@ -11,7 +11,7 @@ from __future__ import annotations
 from math import prod
 
 from grader.checks import Case, Gen, Outcome, cases, check, expect
-from grader.checks.common import module, moves_with_the_module, no_future
+from grader.checks.common import module, moves_with_the_module, no_future, shown_by
 from grader.i18n import N_, _
 
 STEP = "gpt2_size"
@@ -61,6 +61,7 @@ def _check(r: Outcome) -> None:
             name=name, got=tuple(got) if got else None, want=tuple(shape)))
     expect.true(_n_params(s) == _n_params(w), _("{n} parameters, expected {want} (is qkv_bias False?)").format(
         n=f"{_n_params(s):,}", want=f"{_n_params(w):,}"))
+    shown_by(r, "fwd", _("GPT-2 small's size"), DIMS)  # the facts above are what the module says of itself
 
 
 @check(STEP, N_("causal, with context_length 1024: a 1024 × 1024 mask, no token sees the future"))
