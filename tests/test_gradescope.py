@@ -103,3 +103,55 @@ def test_find_submission_finds_a_nested_workspace_and_reports_ambiguity(tmp_path
     (other / "a.ipynb").write_text("{}")
     (other / "b.ipynb").write_text("{}")
     assert gradescope.find_submission(other) is None
+
+
+COURSE_SECRET = "course-secret-for-the-replay-test"
+
+
+def _replay(secret: str) -> str:
+    """A submission that writes no attention code: attention_scores answers each hidden case of step 1 under
+    `secret` from a table of its inputs and expected outputs, as a student could collect them from the feedback
+    of earlier attempts (exception text can echo inputs; a failed comparison names an expected value). Built
+    here by the trusted side, which knows them all: the strongest such table."""
+    from grader.grading import engine
+
+    plans, refs = engine.prepared(secret)
+    table = {}
+    for name, case in plans["dot_scores"].items():
+        key = tuple(round(v, 4) for a in case.params["args"] for v in case.inputs[a].flatten().tolist())
+        out = refs["dot_scores"][name].tensors["out"]
+        table[key] = (out.flatten().tolist(), list(out.shape))
+    return (f"import torch\nTABLE = {table!r}\n\n"
+            "def attention_scores(inputs, query):\n"
+            "    key = tuple(round(v, 4) for t in (inputs, query) for v in t.flatten().tolist())\n"
+            "    values, shape = TABLE.get(key, ([0.0] * inputs.shape[0], [inputs.shape[0]]))\n"
+            "    return torch.tensor(values).reshape(shape)\n")
+
+
+def _step(res: dict, step: str) -> tuple[float, float]:
+    tests = [t for t in res["tests"] if step in t["tags"]]
+    return sum(t["score"] for t in tests), sum(t["max_score"] for t in tests)
+
+
+def test_answers_learned_from_earlier_attempts_are_no_use(tmp_path: Path, autograder_zip: Path) -> None:
+    """Gradescope grades each attempt under the course's secret; the hidden cases are drawn from it keyed by the
+    upload's content (grader.grading.cases_key), so a table of one set of cases and answers earns nothing (its
+    answer to the public book example proves no work). Under the course's cases alone (what a batch uses), the
+    same table takes every point: the test can fail. The reference keeps full marks under the keyed cases."""
+    from grader.grading import engine
+
+    replay = tmp_path / "replay.py"
+    replay.write_text(_replay(COURSE_SECRET), encoding="utf-8")
+    shared = engine.grade(replay, steps=["dot_scores"], secret=COURSE_SECRET).steps[0]
+    assert shared.score == shared.max_score, [(c.name, c.message) for c in shared.checks if not c.passed]
+
+    root = _tree(tmp_path, autograder_zip)
+    (root / "source" / "secret.txt").write_text(COURSE_SECRET, encoding="utf-8")
+    shutil.copy(replay, root / "submission" / "attention.py")
+    got, top = _step(_run(root), "dot_scores")
+    # nothing: the book's example, whose answer is public, earns a point only beside some secret case's work
+    assert got == 0 and top == shared.max_score, (got, top)
+
+    (root / "submission" / "attention.py").write_text((ROOT / "solutions" / "dot_scores.py").read_text())
+    got, top = _step(_run(root), "dot_scores")
+    assert got == top

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.instructor.discovery import locate
-from grader.settings import IMPORT_ROOT, KATA_ROOT, grader_version
+from grader.settings import IMPORT_ROOT, KATA_ROOT, grader_version, resolve_secret
 
 ROOT = IMPORT_ROOT  # a checkout's root; from an installed wheel, site-packages (the kata then in grader/kata/)
 TORCH_VERSION = "2.13.0"
@@ -163,6 +163,7 @@ def run_autograder(*, root: str | Path = "/autograder", lang: str | None = None)
 
 def _run_autograder(root: Path, lang: str) -> Path:
     from grader.grading import engine
+    from grader.grading.cases_key import per_submission
     from grader.i18n import _
     from grader.render import reporters
 
@@ -178,7 +179,8 @@ def _run_autograder(root: Path, lang: str) -> Path:
         _write(results, {"score": 0, "output": output, "tests": [], "stdout_visibility": "visible"})
         return results
     try:
-        report = engine.grade(target, lang=lang)
+        # hidden cases drawn from this upload's content: feedback read off one attempt is no use in the next
+        report = engine.grade(target, lang=lang, secret=per_submission(resolve_secret(None), root / "submission"))
         doc = reporters.gradescope(report, time.monotonic() - start)
         doc["output"] = _("Graded {path}").format(
             path=target.relative_to(root / "submission") if target != root / "submission" else ".")

@@ -178,8 +178,12 @@ def _run(root: Path, lang: str) -> Path:
         return results
     try:
         from grader.grading import engine
+        from grader.grading.cases_key import per_submission
+        from grader.settings import resolve_secret
 
-        doc = reporters.prairielearn(engine.grade(target, lang=lang), lang)
+        # hidden cases drawn from this upload's content: feedback read off one attempt is no use in the next
+        secret = per_submission(resolve_secret(None), student)
+        doc = reporters.prairielearn(engine.grade(target, lang=lang, secret=secret), lang)
     except Exception as exc:  # the grader's own failure, not the student's: no attempt used, never a 0
         doc = reporters.not_gradable(_("The autograder failed ({error}). Please tell your instructor.").format(
             error=f"{type(exc).__name__}: {exc}"))

@@ -1,0 +1,67 @@
+"""Hidden cases drawn afresh for each submission's content, where students resubmit under one secret.
+
+Feedback names hidden inputs (a learner's exception may echo them) and one expected value per failing
+comparison. On a platform that grades each attempt as it comes (Gradescope, PrairieLearn), a student could
+read them off one attempt's feedback and hard-code them in the next. So there the cases are drawn from
+HMAC(secret, sha256 of everything uploaded): the same upload always gets the same cases (a regrade gives the same
+score), and any change, a table of learned values included, gets new ones. An upload holding the answers to its
+own cases would have to predict an HMAC of itself. Outcomes do not depend on which cases are drawn
+(tests/test_secrets.py), so honest code scores the same.
+
+A batch keeps one set of cases per secret: it grades a class once, and its reference runs once for all.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+CHUNK = 1 << 20
+MAX_FILES = 10_000  # an upload's files hashed; past that, only their count is (the grader reads at most these)
+
+
+def content_digest(path: Path) -> bytes:
+    """sha256 over the upload: a file's bytes, or, for a folder, every entry's relative path and kind, with each
+    regular file's bytes (symbolic links by their target's text, never followed)."""
+    h = hashlib.sha256()
+    if not path.is_dir():
+        _file(h, path)
+        return h.digest()
+    n = 0
+    for dirpath, dirnames, filenames in os.walk(path, followlinks=False):
+        dirnames.sort()
+        for name in sorted(filenames) + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]:
+            n += 1
+            if n > MAX_FILES:
+                break
+            full = Path(dirpath, name)
+            h.update(b"\0entry\0" + os.fsencode(full.relative_to(path)) + b"\0")
+            _file(h, full)
+    h.update(b"\0count\0%d" % n)
+    return h.digest()
+
+
+def _file(h: Any, path: Path) -> None:
+    try:
+        st = path.lstat()
+        if stat.S_ISLNK(st.st_mode):
+            h.update(b"link\0" + os.fsencode(os.readlink(path)))
+        elif stat.S_ISREG(st.st_mode):
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+            with os.fdopen(fd, "rb") as f:
+                h.update(b"file\0")
+                while chunk := f.read(CHUNK):
+                    h.update(chunk)
+        else:
+            h.update(b"other\0")
+    except OSError as exc:  # unreadable: the grader reports it; its name still counts
+        h.update(b"unreadable\0" + str(exc.errno).encode())
+
+
+def per_submission(secret: str, upload: Path) -> str:
+    """The secret this upload's cases are drawn from (hex): the course's secret, keyed by the upload's content."""
+    return hmac.new(secret.encode(), b"attn-kata/upload/" + content_digest(upload), hashlib.sha256).hexdigest()
