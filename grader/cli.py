@@ -223,9 +223,13 @@ def hint(obj: dict, step: str, workspace: Path, show_all: bool) -> None:
               "finds a needed sandbox layer missing (scores may then be gamed).")
 @click.option("--html", type=click.Path(path_type=Path, dir_okay=False), default=None,
               help="Also write a self-contained HTML report (heatmaps of the attention weights).")
+@click.option("--cases-per-upload", is_flag=True,
+              help="Draw the hidden cases from the key and a hash of everything under PATH, as Gradescope and "
+                   "PrairieLearn do: for graders of resubmitted attempts (values learned from one attempt's "
+                   "feedback are no use in the next; the same upload still gets the same report).")
 @click.pass_obj
 def grade(obj: dict, path: Path, fmt: str, secret: str | None, steps: tuple[str, ...], timeout: float,
-          out: Path | None, html: Path | None, allow_weak_sandbox: bool) -> None:
+          out: Path | None, html: Path | None, allow_weak_sandbox: bool, cases_per_upload: bool) -> None:
     """Grade one submission: a directory like exercises/, a .py file or a .ipynb notebook."""
     from grader.instructor.discovery import EMPTY, is_workspace, kind, locate
     from grader.learner import api
@@ -234,6 +238,7 @@ def grade(obj: dict, path: Path, fmt: str, secret: str | None, steps: tuple[str,
     need_input(path)
     need_output(out)
     need_output(html)
+    upload = path if cases_per_upload else None  # the whole upload, before a workspace is found inside it
     if kind(path) == "dir" and not is_workspace(path):  # one discovery (batch, Gradescope, grade)
         found = locate(path)
         if found.path is not None:
@@ -246,7 +251,7 @@ def grade(obj: dict, path: Path, fmt: str, secret: str | None, steps: tuple[str,
     try:
         text = api.grade(path=path, fmt=fmt, secret=secret, steps=step_ids(steps) or None, timeout=timeout,
                          lang=obj["lang"], to_terminal=out is None, html=html,
-                         allow_weak_sandbox=allow_weak_sandbox)
+                         allow_weak_sandbox=allow_weak_sandbox, upload=upload)
     except KeyboardInterrupt:
         interrupted()
     except InfrastructureError as exc:  # not the submission's fault: no report, never a 0

@@ -136,3 +136,24 @@ def test_the_secret_can_come_from_a_file_and_a_typed_one_is_warned_about(tmp_pat
     assert other.returncode == 0 and other.stdout != typed.stdout  # the key is used, not ignored
     missing = kata(*args, "--secret", f"@{tmp_path / 'nope'}")
     assert missing.returncode == 2 and "cannot read the key" in missing.stderr
+
+
+def test_grade_cases_per_upload(tmp_path: Path) -> None:
+    """`grade --cases-per-upload`: the hidden cases keyed by the upload (as on Gradescope and PrairieLearn), so a
+    table of the course cases' answers (test_gradescope._replay: 5/5 without the flag) earns nothing, and the same
+    upload graded twice gets the same report."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from test_gradescope import COURSE_SECRET, _replay
+
+    upload = tmp_path / "upload"
+    upload.mkdir()
+    (upload / "attention.py").write_text(_replay(COURSE_SECRET), encoding="utf-8")
+    base = ("grade", str(upload), "--format", "json", "--step", "dot_scores", "--secret", COURSE_SECRET,
+            "--allow-weak-sandbox")
+    shared = kata(*base)
+    assert shared.returncode == 0, shared.stderr
+    assert json.loads(shared.stdout)["score"] == 5
+    keyed = [kata(*base, "--cases-per-upload") for _ in range(2)]
+    assert all(k.returncode == 0 for k in keyed), keyed[0].stderr
+    assert json.loads(keyed[0].stdout)["score"] == 0
+    assert keyed[0].stdout == keyed[1].stdout

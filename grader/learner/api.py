@@ -76,14 +76,20 @@ def _grade_pictures(path: str | Path, html: str | Path | None, pictures: bool, *
 
 def grade(*, path: str | Path, fmt: str = "table", secret: str | None = None, steps: list[str] | None = None,
           timeout: float = DEFAULT_TIMEOUT, lang: str = "en", to_terminal: bool = True,
-          html: str | Path | None = None, allow_weak_sandbox: bool = False) -> str:
+          html: str | Path | None = None, allow_weak_sandbox: bool = False, upload: str | Path | None = None) -> str:
     """Grade one submission and render it; returns the text (table output goes to the console).
 
     `html`: also write a self-contained HTML report there (with heatmaps of the attention weights).
     With a secret, refuses (session.WeakSandbox) where the sandbox lacks a layer instructor grading needs,
-    unless `allow_weak_sandbox`."""
+    unless `allow_weak_sandbox`. `upload`: draw the hidden cases from the secret keyed by everything there
+    (grader.grading.cases_key), for graders of resubmitted attempts."""
     start = time.monotonic()
-    strong = bool(resolve_secret(secret)) and not allow_weak_sandbox
+    if upload is not None:
+        from grader.grading.cases_key import per_submission
+
+        course_secret = resolve_secret(secret)
+        secret = per_submission(course_secret, Path(upload))
+    strong = bool(resolve_secret(secret) if upload is None else course_secret) and not allow_weak_sandbox
     report, mats = _grade_pictures(path, html, fmt == "table" and to_terminal, steps=steps, secret=secret,
                                    timeout=timeout, lang=lang, config={"require_strong": strong})
     if fmt == "json":
