@@ -14,7 +14,7 @@ import torch
 
 from grader import checks, i18n
 from grader.checks import Case, CaseResult, Outcome, structure
-from grader.grading import diagnose, ingest, static
+from grader.grading import diagnose, flags, ingest, static
 from grader.grading.report import CheckResult, Report, StepResult, clean
 from grader.grading.runner import run_jobs
 from grader.i18n import _
@@ -159,6 +159,7 @@ class Collected:
         self.learner: dict[str, dict[str, CaseResult]] = {}
         self.static: dict[str, Any] = {}
         self.notes: list[str] = []
+        self.flags: list[dict[str, str]] = []  # signs of studying the grader, for the instructor (grading/flags.py)
 
 
 class Started:
@@ -181,11 +182,13 @@ class Started:
                                     for s in self.step_list}
                 return
         self.col.notes = list(self.sub.notes)
-        self.col.static = static.analyse(self.sub)
         self.units = [(u.module, u.label, u.source) for u in self.sub.units]
         if spawn:
             with contextlib.suppress(InfrastructureError):  # collect() tries again, and says why if it fails
                 self.worker = Worker(self.units, config or {})
+        # the text alone, here while the worker confines itself and imports the code
+        self.col.static = static.analyse(self.sub)
+        self.col.flags = flags.scan(self.sub, lang)
 
     def close(self) -> None:
         """Stop a worker that was never used (the batch ended early)."""
@@ -364,7 +367,7 @@ def judge(collected: list[Collected], *, secret: str | None = None) -> list[Repo
             if status != "passed":  # name the classic mistake the outputs show, if any
                 results[sid].diagnoses = diagnose.diagnose(
                     Outcome(sid, plans[sid], col.learner[sid], ref_results[sid], col.static), col.lang)
-        reports.append(Report(col.display, [results[s.id] for s in col.step_list], notes=col.notes,
+        reports.append(Report(col.display, [results[s.id] for s in col.step_list], notes=col.notes, flags=col.flags,
                               grader_version=version))
     return reports
 

@@ -58,6 +58,8 @@ class Report:
     notes: list[str] = field(default_factory=list)
     grader_version: str = ""
     schema_version: int = SCHEMA_VERSION
+    # [{"where", "what"}]: code that studies the grader (grader/grading/flags.py), for a human to look at; no score
+    flags: list[dict[str, str]] = field(default_factory=list)
 
     @property
     def score(self) -> float:
@@ -75,5 +77,6 @@ class Report:
             "max_score": self.max_score,
             "grader_version": self.grader_version,
             "notes": self.notes,
+            "flags": [dict(f) for f in self.flags],
             "steps": [s.to_dict() for s in self.steps],
         }

@@ -91,6 +91,11 @@ def _print_summary(result, console: Console) -> None:  # type: ignore[no-untyped
                          "{seconds:.1f} s -> {out}").format(total=result.total, records=result.records,
                                                             now=result.graded_now, reused=result.reused,
                                                             seconds=result.seconds, out=result.out)))
+    flagged = s.get("flagged") or []
+    if flagged:  # scores are what the checks gave; these are for a human to read (summary.json: flagged)
+        console.print(text(_("{n} submissions hold code that studies the grader (no score changed; see flagged in "
+                             "summary.json): {names}").format(
+            n=len(flagged), names=", ".join(plain(f["submission"]) for f in flagged)), style="yellow"))
     budget = [student for student, status in result.statuses.items() if status == "over_budget"]
     if budget:
         console.print(text(_("{n} used up their time budget (graded on what finished): {names}").format(

@@ -175,5 +175,7 @@ def class_summary(reports: list[dict[str, Any]], only: list[str] | None = None) 
             "most_common_failed_check": {"name": top[0][0], "count": top[0][1]} if top else None,
         })
     totals = [r["score"] for r in reports]
+    # code that studies the grader (grading/flags.py): for a human to look at, scores untouched
+    flagged = [{"submission": r["submission"], "flags": r["flags"]} for r in reports if r.get("flags")]
     return {"submissions": len(reports), "mean": round(sum(totals) / len(totals), 4) if totals else None,
-            "max_score": reports[0]["max_score"] if reports else None, "steps": steps}
+            "max_score": reports[0]["max_score"] if reports else None, "steps": steps, "flagged": flagged}
