@@ -18,6 +18,7 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from procs import descendants, leftovers  # noqa: F401 - tests/procs.py
@@ -395,18 +396,25 @@ OVERRIDE = textwrap.dedent("""
     """)
 
 
+def _twin_and_forged(tmp_path: Path, code: str, forge: str, step: str) -> tuple[Any, Any]:
+    """(the honest twin's step result, the forger's): the same code, the second with `forge` appended. The twin
+    must lack the property (partial) for the comparison to say anything."""
+    twin, forged = tmp_path / "twin.py", tmp_path / "forged.py"
+    twin.write_text(code)
+    forged.write_text(code + forge)
+    want = engine.grade(twin, steps=[step]).steps[0]
+    got = engine.grade(forged, steps=[step]).steps[0]
+    assert want.status == "partial"
+    assert got.score == want.score, (got.score, want.score)
+    return want, got
+
+
 @pytest.mark.parametrize("forge", [FORGE, OVERRIDE], ids=["patched_probe", "named_buffers_override"])
 def test_forged_structure_facts_earn_nothing(tmp_path: Path, forge: str) -> None:
     """A module whose outputs are right and whose mask is a plain attribute, claiming a registered buffer: the
     point is judged by what a moved module computes (common.moves_with_the_module), which no claim changes. Before
     that check, the forged claim earned the point (it was a strict xfail)."""
-    twin, forged = tmp_path / "twin.py", tmp_path / "forged.py"
-    twin.write_text(MODULE_CA)
-    forged.write_text(MODULE_CA + forge)
-    want = engine.grade(twin, steps=["causal_attention"]).steps[0]
-    got = engine.grade(forged, steps=["causal_attention"]).steps[0]
-    assert want.status == "partial"
-    assert got.score == want.score, (got.score, want.score)
+    _want, got = _twin_and_forged(tmp_path, MODULE_CA, forge, "causal_attention")
     buffer = next(c for c in got.checks if "registered buffer" in c.name)
     assert not buffer.passed and "does not move with the module" in buffer.message, buffer.message
 
@@ -429,13 +437,7 @@ FORGE_1024 = textwrap.dedent("""
 def test_a_forged_mask_size_earns_nothing(tmp_path: Path) -> None:
     """Step 14: the mask's size is the one sign of context_length 1024 on a short sequence; claiming it (the
     outputs are right, only the mask is 768 × 768) earns nothing, as the moved module's output shows."""
-    twin, forged = tmp_path / "twin.py", tmp_path / "forged.py"
-    twin.write_text(GPT2_768)
-    forged.write_text(GPT2_768 + FORGE_1024)
-    want = engine.grade(twin, steps=["gpt2_size"]).steps[0]
-    got = engine.grade(forged, steps=["gpt2_size"]).steps[0]
-    assert want.status == "partial"
-    assert got.score == want.score, (got.score, want.score)
+    _twin_and_forged(tmp_path, GPT2_768, FORGE_1024, "gpt2_size")
 
 
 # facts believed through a case they do not touch: one head (step 10's `one`), one token (step 14's `default`)
@@ -481,13 +483,7 @@ def test_facts_vouched_by_a_case_they_do_not_touch_earn_nothing(tmp_path: Path, 
     """A wrong module whose one-head (or one-token) case is right, claiming the property it lacks. Step 14's claim
     earned the size point until the facts had to be shown by the case they describe (common.shown_by); step 10's
     shared heads were already refused where the grader's weights are loaded by role, before any fact is read."""
-    twin, forged = tmp_path / "twin.py", tmp_path / "forged.py"
-    twin.write_text(code)
-    forged.write_text(code + forge)
-    want = engine.grade(twin, steps=[step]).steps[0]
-    got = engine.grade(forged, steps=[step]).steps[0]
-    assert want.status == "partial"
-    assert got.score == want.score, (got.score, want.score)
+    _twin_and_forged(tmp_path, code, forge, step)
 
 
 def test_loops_moved_into_helpers_or_lambdas_are_still_loops(tmp_path: Path) -> None:
