@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ast
 import re
-import unicodedata
+from typing import Any
 
 from grader.grading.ingest import Submission
 from grader.i18n import N_, translate
@@ -37,7 +37,6 @@ OUTSIDE_MODULES = frozenset({"ctypes", "_ctypes", "subprocess", "socket", "_sock
 OUTSIDE_CALLS = frozenset({"fork", "forkpty", "system", "popen", "execv", "execve", "kill", "killpg",
                            "process_vm_readv", "pidfd_open", "ptrace"})
 PATCHED_ROOTS = frozenset({"torch", "nn", "F", "builtins", "__builtins__", "sys"})
-# a unit naming none of these has nothing to find: not parsed (most of a class's cells)
 # what a unit's text must hold for the scan to parse it (most of a class's notebooks hold none): plain substrings,
 # which Python finds faster than one regular expression of alternatives, then two anchored expressions
 NEEDLES = ("grader", "frame", "f_back", "f_locals", "f_globals", "f_builtins", "settrace", "setprofile", "get_obj",
@@ -56,11 +55,10 @@ ALLOWED_STORES = ("torch.backends.",)
 
 def scan(sub: Submission, lang: str = "en") -> list[dict[str, str]]:
     """[{"where": "cell 3, line 2", "what": ...}], one per sign and place, in the report's language."""
-    found: list[tuple[str, int, str, dict[str, str]]] = []
+    out: list[dict[str, str]] = []
+    seen: set[tuple[Any, ...]] = set()
     for unit in sub.units:
-        text = unit.source
-        if not text.isascii() and not unicodedata.is_normalized("NFKC", text):
-            text = unicodedata.normalize("NFKC", text)  # Python reads identifiers so (PEP 3131)
+        text = unit.text  # as Python reads its names (NFKC)
         if not any(n in text for n in NEEDLES) and not DEFINES.search(text) and not STORE.search(text):
             continue
         try:
@@ -69,14 +67,12 @@ def scan(sub: Submission, lang: str = "en") -> list[dict[str, str]]:
             continue  # the worker reports what does not load
         for node in ast.walk(tree):
             for msgid, params in _signs(node):
-                found.append((unit.label, getattr(node, "lineno", 0), msgid, params))
-    out, seen = [], set()
-    for label, line, msgid, params in found:
-        key = (label, line, msgid, tuple(sorted(params.items())))
-        if key not in seen:
-            seen.add(key)
-            out.append({"where": translate(lang, N_("{unit}, line {line}")).format(unit=label, line=line),
-                        "what": translate(lang, msgid).format(**params)})
+                line = getattr(node, "lineno", 0)
+                key = (unit.label, line, msgid, tuple(sorted(params.items())))
+                if key not in seen:
+                    seen.add(key)
+                    out.append({"where": translate(lang, N_("{unit}, line {line}")).format(unit=unit.label, line=line),
+                                "what": translate(lang, msgid).format(**params)})
     return out
 
 

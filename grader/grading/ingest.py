@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
 import stat
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,6 +35,15 @@ class Unit:
     module: str  # module name the worker gives it ("causal_attention", "submission", "notebook")
     label: str  # how the learner knows it: "causal_attention.py", "cell 7"
     source: str
+
+    @functools.cached_property
+    def text(self) -> str:
+        """The source as Python reads its names: identifiers are NFKC-normalised (PEP 3131), so
+        `ａll_attention_scores` (a fullwidth a) defines all_attention_scores and a test for a name in the raw text
+        would miss it. Made once for every reader (the static analysis, the flags)."""
+        if self.source.isascii() or unicodedata.is_normalized("NFKC", self.source):  # the quick check
+            return self.source
+        return unicodedata.normalize("NFKC", self.source)
 
 
 @dataclass

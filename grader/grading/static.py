@@ -5,7 +5,6 @@ from __future__ import annotations
 import ast
 import contextlib
 import re
-import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,14 +38,6 @@ _TRIGGERS = (*DYNAMIC_BUILTINS, *DYNAMIC_METHODS, *DYNAMIC_DUNDERS, *DYNAMIC_ATT
 
 
 _STAR = re.compile(r"import[\s\\]*\*")  # `import *`, `import*`, `import \\` + newline + `*`
-
-
-def _text(source: str) -> str:
-    """The text as Python reads its names: identifiers are NFKC-normalised (PEP 3131), so `ａll_attention_scores`
-    (a fullwidth a) defines all_attention_scores. A test for a name in the raw text would miss it."""
-    if source.isascii() or unicodedata.is_normalized("NFKC", source):  # the quick check: most text is
-        return source
-    return unicodedata.normalize("NFKC", source)
 
 
 @dataclass(frozen=True)
@@ -106,7 +97,7 @@ class _Namespaces:
                 # a cell that raises halfway leaves what it bound so far, and the next cells still run: none of
                 # a cell's bindings is sure to replace the one before
                 self._run(tree.body, env, module, unit.label, may=unit.label.startswith("cell "))
-                if "global" in _text(unit.source):  # the walk costs ~1 ms a notebook cell
+                if "global" in unit.text:  # the walk costs ~1 ms a notebook cell
                     self._globals(tree, env, module, unit.label)
             except (SyntaxError, ValueError):
                 pass  # the worker reports what does not load; what ran before it stays bound
@@ -525,12 +516,11 @@ def analyse(sub: Submission) -> dict[str, Any]:
     the first module (in the order the worker loads them) that binds it, by whatever binding comes last; and
     {"unread": [unit labels]}, the units of those modules this process could not parse (too deeply nested)."""
     spaces = _Namespaces(sub)
-    text = {id(u): _text(u.source) for u in sub.units}
     loops: dict[str, list[int | str]] = {}
     done: set[str] = set()
     for module, units in spaces.units.items():
         # parsing costs: only the modules that mention one of the names (or may bring it in with `import *`)
-        if not any(name in text[id(u)] or _STAR.search(text[id(u)]) for u in units for name in LOOP_FREE):
+        if not any(name in u.text or _STAR.search(u.text) for u in units for name in LOOP_FREE):
             continue
         try:
             env = spaces.env(module)
@@ -552,7 +542,7 @@ def analyse(sub: Submission) -> dict[str, Any]:
     names = "|".join(map(re.escape, sorted(read)))
     written = re.compile(r"\.(?:[\s\\]|#[^\n]*)*(?:" + names + r")\b") if read else None
     for unit in sub.units:
-        if not any(t in text[id(unit)] for t in _TRIGGERS) and not (written and written.search(text[id(unit)])):
+        if not any(t in unit.text for t in _TRIGGERS) and not (written and written.search(unit.text)):
             continue
         tree = spaces.trees.get(id(unit))
         if tree is None:

@@ -84,12 +84,12 @@ def grade(*, path: str | Path, fmt: str = "table", secret: str | None = None, st
     unless `allow_weak_sandbox`. `upload`: draw the hidden cases from the secret keyed by everything there
     (grader.grading.cases_key), for graders of resubmitted attempts."""
     start = time.monotonic()
+    course_secret = resolve_secret(secret)
+    strong = bool(course_secret) and not allow_weak_sandbox
     if upload is not None:
         from grader.grading.cases_key import per_submission
 
-        course_secret = resolve_secret(secret)
         secret = per_submission(course_secret, Path(upload))
-    strong = bool(resolve_secret(secret) if upload is None else course_secret) and not allow_weak_sandbox
     report, mats = _grade_pictures(path, html, fmt == "table" and to_terminal, steps=steps, secret=secret,
                                    timeout=timeout, lang=lang, config={"require_strong": strong})
     if fmt == "json":
