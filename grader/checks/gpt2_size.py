@@ -34,6 +34,7 @@ def _cases(g: Gen) -> dict[str, Case]:
     default = module(FN, g, {}, {}, g.randn(2, 1, EMB), train=True)
     # fwd's module again, its 1024 × 1024 tensors narrowed to a sliding window first (common.moves_with_the_module;
     # one token, as in `default` after it, sees no difference)
+    # window 1 or 2: the zygote makes both windows before it forks (grader.pool.preload)
     moved = module(FN, g, {}, {}, g.randn(1, n, EMB), window=g.int(1, 2), mask_size=1024)
     fwd.params["keep"] = moved.params["reuse"] = moved.params["keep"] = default.params["reuse"] = "gpt2_attention()"
     # `fwd`'s module is let go before `dropout` builds
