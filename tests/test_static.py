@@ -261,6 +261,15 @@ REBINDINGS = {  # each rebinds all_tokens.all_attention_scores where a reading o
     "fullwidth_getattr": "import all_tokens\n\uff47\uff45\uff54\uff41\uff54\uff54\uff52(all_tokens, name)\n",
     "attrgetter": "import operator\nimport all_tokens\noperator.attrgetter('__dict__')(all_tokens)\n",
     "ctypes": "import ctypes as c\nc.memmove(0, 0, 0)\n",
+    # a tracer can make later lines not run, without an exception (frame.f_lineno = ...)
+    "settrace": "import sys\nsys.settrace(None)\n",
+    "threading_setprofile": "import threading\nthreading.setprofile(None)\n",
+    "settrace_imported": "from sys import settrace as st\n",
+    "settrace_passed": "import sys\nhooks = [sys.settrace]\n",
+    "frame_jump": "def tracer(frame, event, arg):\n    frame.f_lineno = 3\n",
+    "setattr_frame_jump": "def tracer(frame, event, arg):\n    setattr(frame, 'f_lineno', 3)\n",
+    "getattr_settrace": "import sys\ngetattr(sys, 'settrace')(None)\n",
+    "sys_monitoring": "import sys\nsys.monitoring.use_tool_id(0, 'x')\n",
 }
 
 
@@ -280,6 +289,7 @@ HONEST = {  # names the text pins down: a module's layers named in __init__, exe
     "getattr_copy": "def transfer_weights(sa_v2, sa_v1):\n    for name in ('W_query', 'W_key', 'W_value'):\n"
                     "        getattr(sa_v1, name).copy_(getattr(sa_v2, name).weight.t())\n",
     "constant_getattr_and_eval_mode": "def f(model):\n    model.eval()\n    return getattr(model, 'W_query')\n",
+    "a_variable_named_monitoring": "monitoring = True\ndef f(x, monitoring=False):\n    return x\n",
 }
 
 
@@ -358,3 +368,95 @@ def test_another_file_assigning_what_the_functions_read_is_seen(write: str) -> N
                                "def all_context_vectors(attn_weights, inputs):\n    return attn_weights @ inputs\n",
                     softmax=_LOOPY + "import all_tokens\n" + write + "\n")
     assert static.analyse(sub)["dynamic"], write
+
+
+# ------------------------------------------------------------------------------ a notebook rewritten as one learns
+
+BOOK_LOOPS = """
+import torch
+
+def all_attention_scores(inputs):
+    out = torch.empty(inputs.shape[0], inputs.shape[0])
+    for i, x_i in enumerate(inputs):
+        for j, x_j in enumerate(inputs):
+            out[i, j] = torch.dot(x_i, x_j)
+    return out
+"""
+
+
+def _cells(*cells: str) -> Submission:
+    return Submission(Path("nb.ipynb"), "ipynb", [Unit("notebook", f"cell {i}", textwrap.dedent(c))
+                                                 for i, c in enumerate(cells, start=1)])
+
+
+def test_a_cell_the_worker_ran_to_its_end_replaces_what_came_before() -> None:
+    """The book computes all scores with two loops first, then with `inputs @ inputs.T`: a learner who follows it
+    in a notebook redefines the function in a later cell. From the text alone that cell may have stopped before
+    its def (every cell counts as one that may raise); once the worker says it ran to its end, its def is what
+    runs. A cell that did raise still leaves either binding possible."""
+    sub = _cells(BOOK_LOOPS, VECTORISED)
+    assert static.analyse(sub)["loops"]["all_attention_scores"]
+    assert static.analyse(sub, frozenset({"cell 1", "cell 2"}))["loops"]["all_attention_scores"] == []
+    assert static.analyse(sub, frozenset({"cell 1"}))["loops"]["all_attention_scores"]
+    # a binding inside the completed cell that may not run (a branch) still leaves either value
+    branchy = _cells(BOOK_LOOPS, "import random\nif random.random() < 2:\n" + textwrap.indent(VECTORISED, "    "))
+    assert static.analyse(branchy, frozenset({"cell 1", "cell 2"}))["loops"]["all_attention_scores"]
+
+
+@pytest.mark.parametrize(("second", "full"), [(VECTORISED, True), ("1 / 0\n" + VECTORISED, False),
+                                              (VECTORISED + "\n1 / 0\n", False)])
+def test_a_rewritten_notebook_is_graded_by_what_ran(tmp_path: Path, second: str, full: bool) -> None:
+    """End to end, with a real worker: the loop version in cell 1 and a vectorised rewrite in cell 2 earn step 4's
+    loop point once cell 2 ran to its end, and not where it raised (before its def: the loops run; after it: the
+    grader cannot tell, so it does not vouch)."""
+    import json
+
+    from grader.grading import engine
+
+    nb = tmp_path / "rewritten.ipynb"
+    nb.write_text(json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
+        {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": textwrap.dedent(c)}
+        for c in (BOOK_LOOPS + VECTORISED.split("    return inputs @ inputs.T\n")[1], second)]}))
+    step = engine.grade(nb, steps=["all_tokens"]).steps[0]
+    loop_check = next(c for c in step.checks if "loops" in c.name)
+    assert loop_check.passed is full, step
+    assert step.score == step.max_score - (0 if full else loop_check.max_score), step
+
+
+def _notebook(path: Path, *cells: str) -> Path:
+    import json
+
+    path.write_text(json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
+        {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": textwrap.dedent(c)}
+        for c in cells]}))
+    return path
+
+
+_REST = VECTORISED.split("    return inputs @ inputs.T\n")[1]  # weights and context vectors, vectorised
+_LOOP_NAMED = BOOK_LOOPS.replace("def all_attention_scores", "def _loop_scores")
+SKIPS_THE_REWRITE = {  # cell 1 keeps the loops running although cell 2, which redefines the function, "ran"
+    # a tracer jumps over cell 2's lines: no exception, so the worker says the cell ran to its end
+    "tracer": BOOK_LOOPS + _REST + "import sys\ndef _tr(frame, event, arg):\n"
+              "    if frame.f_code.co_filename == 'cell 2':\n"
+              "        if event == 'line' and frame.f_lineno < 20:\n            frame.f_lineno = 20\n"
+              "        return _tr\nsys.settrace(_tr)\n",
+    # a thread rebinds the name through `global` once every cell has run
+    "thread_global": _LOOP_NAMED + "all_attention_scores = _loop_scores\n" + _REST
+                     + "import threading, time\ndef _later():\n    time.sleep(0.05)\n"
+                     "    global all_attention_scores\n    all_attention_scores = _loop_scores\n"
+                     "threading.Thread(target=_later, daemon=True).start()\n",
+}
+
+
+@pytest.mark.parametrize("name", list(SKIPS_THE_REWRITE))
+def test_the_rewrite_cannot_be_claimed_by_skipping_it(tmp_path: Path, name: str) -> None:
+    """The worker's word that cell 2 ran vouches for its def only where nothing could have undone it: each
+    attack scores what its honest twin (the loops, no rewrite at all) scores."""
+    from grader.grading import engine
+
+    second = VECTORISED + "\n" * (20 - VECTORISED.count("\n") - 1) + "x = 1\n"  # line 20: the tracer's target
+    attack = _notebook(tmp_path / "attack.ipynb", SKIPS_THE_REWRITE[name], second)
+    twin = _notebook(tmp_path / "twin.ipynb", BOOK_LOOPS + _REST)
+    got, want = (engine.grade(p, steps=["all_tokens"]).steps[0] for p in (attack, twin))
+    assert want.score == want.max_score - 1, want
+    assert got.score == want.score, got

@@ -28,12 +28,17 @@ DYNAMIC_DUNDERS = {"__code__", "__dict__", "__globals__", "__defaults__", "__kwd
 # attributes that are a namespace, or the way to write one, whenever they are read: `m.__dict__.update(...)`,
 # `m.__setattr__(...)`, a frame's f_globals
 DYNAMIC_ATTRS = {"__dict__", "__setattr__", "__getattribute__", "__globals__", "__code__", "__builtins__",
-                 "f_globals", "f_locals", "f_builtins"}
+                 "f_globals", "f_locals", "f_builtins", "f_lineno", "f_trace", "f_trace_lines", "f_trace_opcodes"}
+# hooks that run code at every line of later code and can make it skip lines without an exception (a tracer sets
+# frame.f_lineno): the worker's word that a notebook cell ran to its end no longer says that its lines ran.
+# Named at all (called, passed, imported), they count; `monitoring` (sys.monitoring) only as an attribute or import
+DYNAMIC_HOOKS = {"settrace", "setprofile", "settrace_all_threads", "setprofile_all_threads", "monitoring"}
 _NAMESPACE_MODULES = {"builtins", "ctypes", "_ctypes"}
 # names setattr/getattr must be shown never to be: what rebinds a function or opens a namespace
-_UNSAFE_NAMES = frozenset({*LOOP_FREE, *DYNAMIC_DUNDERS, *DYNAMIC_ATTRS})
+_UNSAFE_NAMES = frozenset({*LOOP_FREE, *DYNAMIC_DUNDERS, *DYNAMIC_ATTRS, *DYNAMIC_HOOKS})
 # every name _dynamic_lines looks for: a unit whose (normalised) text names none of them has no dynamic line
-_TRIGGERS = (*DYNAMIC_BUILTINS, *DYNAMIC_METHODS, *DYNAMIC_DUNDERS, *DYNAMIC_ATTRS, *_NAMESPACE_MODULES, "modules",
+_TRIGGERS = (*DYNAMIC_BUILTINS, *DYNAMIC_METHODS, *DYNAMIC_DUNDERS, *DYNAMIC_ATTRS, *DYNAMIC_HOOKS, *_NAMESPACE_MODULES,
+             "modules",
              "setattr", "getattr", *LOOP_FREE)
 
 
@@ -62,8 +67,9 @@ class _Namespaces:
     """The submission's modules, parsed on demand and executed symbolically: for each, what every
     module-level name is bound to once the module has run (the last binding wins, as when it runs)."""
 
-    def __init__(self, sub: Submission):
+    def __init__(self, sub: Submission, completed: frozenset[str] = frozenset()):
         self.units: dict[str, list[Unit]] = {}
+        self.completed = completed  # notebook cells the worker ran to their end: what they bound, they bound
         for u in sub.units:
             self.units.setdefault(u.module, []).append(u)
         self.envs: dict[str, dict[str, _Ref]] = {}
@@ -89,21 +95,31 @@ class _Namespaces:
         self.busy.add(module)
         env: dict[str, _Ref] = {}
         bound_in = self.bound_in.setdefault(module, {})
+        rebinders: list[tuple[ast.Module, str]] = []
         for unit in self.units[module]:  # a notebook's cells run one after the other in one namespace
             before = dict(env)
             try:
                 tree = ast.parse(unit.source)
                 self.trees[id(unit)] = tree
                 # a cell that raises halfway leaves what it bound so far, and the next cells still run: none of
-                # a cell's bindings is sure to replace the one before
-                self._run(tree.body, env, module, unit.label, may=unit.label.startswith("cell "))
+                # a cell's bindings is sure to replace the one before, unless the worker said it ran to its end
+                self._run(tree.body, env, module, unit.label,
+                          may=unit.label.startswith("cell ") and unit.label not in self.completed)
                 if "global" in unit.text:  # the walk costs ~1 ms a notebook cell
-                    self._globals(tree, env, module, unit.label)
+                    rebinders.append((tree, unit.label))
             except (SyntaxError, ValueError):
                 pass  # the worker reports what does not load; what ran before it stays bound
             except (RecursionError, MemoryError):
                 self.unread.add(unit.label)
             bound_in.update({k: unit.label for k, v in env.items() if before.get(k) is not v})
+        # code that declares `global f` may run after every later cell (a thread, a callback): after them all
+        for tree, label in rebinders:
+            before = dict(env)
+            try:
+                self._globals(tree, env, module, label)
+            except (RecursionError, MemoryError):
+                self.unread.add(label)
+            bound_in.update({k: label for k, v in env.items() if before.get(k) is not v})
         self.busy.discard(module)
         self.envs[module] = env
         return env
@@ -429,16 +445,17 @@ def _dynamic_lines(tree: ast.AST, read: frozenset[str] = frozenset()) -> list[in
 
 
 def _opens_a_namespace(n: ast.AST) -> bool:
-    """A read of a DYNAMIC_ATTRS attribute, `sys.modules`, `__builtins__`, or an import of `builtins` or of ctypes
-    (which writes any object's memory, a module's dict included, with no name in the text)."""
+    """A read of a DYNAMIC_ATTRS attribute, `sys.modules`, `__builtins__`, a DYNAMIC_HOOKS name, or an import of
+    `builtins` or of ctypes (which writes any object's memory, a module's dict included, with no name in the text)."""
     if isinstance(n, ast.Attribute):
-        return n.attr in DYNAMIC_ATTRS or (n.attr == "modules" and isinstance(n.value, ast.Name)
-                                           and n.value.id == "sys")
+        return n.attr in DYNAMIC_ATTRS or n.attr in DYNAMIC_HOOKS or (
+            n.attr == "modules" and isinstance(n.value, ast.Name) and n.value.id == "sys")
     if isinstance(n, ast.Name):
-        return n.id == "__builtins__"
+        return n.id == "__builtins__" or (n.id in DYNAMIC_HOOKS and n.id != "monitoring")
     if isinstance(n, ast.Import):
         return any(a.name.split(".")[0] in _NAMESPACE_MODULES for a in n.names)
-    return isinstance(n, ast.ImportFrom) and (n.module or "").split(".")[0] in _NAMESPACE_MODULES
+    return isinstance(n, ast.ImportFrom) and ((n.module or "").split(".")[0] in _NAMESPACE_MODULES
+                                              or any(a.name in DYNAMIC_HOOKS for a in n.names))
 
 
 def _loops_by_call(tree: ast.AST) -> dict[int, dict[str, set[str]]]:
@@ -511,11 +528,13 @@ def _may_be_unsafe(expr: ast.expr, loops: dict[str, set[str]], read: frozenset[s
     return not prefix or any(u.startswith(prefix) for u in unsafe)
 
 
-def analyse(sub: Submission) -> dict[str, Any]:
+def analyse(sub: Submission, completed: frozenset[str] = frozenset()) -> dict[str, Any]:
     """{"loops": {name: lines}} for the names that must be loop-free, each as the worker will find it: bound in
     the first module (in the order the worker loads them) that binds it, by whatever binding comes last; and
-    {"unread": [unit labels]}, the units of those modules this process could not parse (too deeply nested)."""
-    spaces = _Namespaces(sub)
+    {"unread": [unit labels]}, the units of those modules this process could not parse (too deeply nested).
+    `completed`: the notebook cells the worker says ran to their end (no exception at the top level); any other
+    cell may have stopped before a binding, so what it binds leaves the name holding either value."""
+    spaces = _Namespaces(sub, completed)
     loops: dict[str, list[int | str]] = {}
     done: set[str] = set()
     for module, units in spaces.units.items():
