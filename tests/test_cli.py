@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -78,6 +80,26 @@ def test_bad_input_is_a_clear_error_not_a_traceback(tmp_path: Path) -> None:
     unknown = kata("check", "no_such_step")
     assert unknown.returncode == 2 and "unknown step" in unknown.stderr
     assert "Traceback" not in unknown.stderr
+
+
+@pytest.mark.parametrize("fmt", ["json", "table", "gradescope"])
+def test_an_upload_that_cannot_be_read_is_a_report_with_the_reason(tmp_path: Path, fmt: str) -> None:
+    """A file the grader rejects on reading (not JSON, a cell source that is not text, over the size cap) is every
+    step's error with that one reason, in every format: never a traceback (it was a KeyError from checks not yet
+    loaded, and on Gradescope a 0 with "the autograder failed")."""
+    bad = tmp_path / "broken.ipynb"
+    bad.write_text('{"cells": [{"cell_type": "code", "source": 7}], "nbformat": 4, "nbformat_minor": 5}')
+    proc = kata("grade", str(bad), "--format", fmt)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert proc.returncode in (0, 1), proc.stderr
+    if fmt == "json":
+        doc = json.loads(proc.stdout)
+        assert doc["score"] == 0 and len(doc["steps"]) == 14
+        assert {s["status"] for s in doc["steps"]} == {"error"}
+        assert all("not text" in s["checks"][0]["message"] or "cell" in s["checks"][0]["message"]
+                   for s in doc["steps"]), doc["steps"][0]
+    elif fmt == "gradescope":
+        assert json.loads(proc.stdout)["tests"]
 
 
 def test_gradescope_format_has_the_spec_keys() -> None:

@@ -73,6 +73,18 @@ def test_run_autograder_grades_a_notebook(tmp_path: Path, autograder_zip: Path) 
     assert "execution_time" in res
 
 
+def test_run_autograder_says_why_an_upload_cannot_be_read(tmp_path: Path, autograder_zip: Path) -> None:
+    """An upload the grader rejects on reading is a report of that reason for the student, not "the autograder
+    failed" (a KeyError, before the checks were loaded, made every rejected upload one)."""
+    root = _tree(tmp_path, autograder_zip)
+    (root / "submission" / "chapter3.ipynb").write_text(
+        '{"cells": [{"cell_type": "code", "source": 7}], "nbformat": 4, "nbformat_minor": 5}', encoding="utf-8")
+    res = _run(root)
+    text = json.dumps(res)
+    assert "autograder failed" not in text, res.get("output")
+    assert res["score"] == 0 and "not text" in text, text[:500]
+
+
 def test_run_autograder_without_a_submission(tmp_path: Path, autograder_zip: Path) -> None:
     root = _tree(tmp_path, autograder_zip)
     res = _run(root)

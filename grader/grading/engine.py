@@ -142,6 +142,7 @@ def _load_error_text(err: dict[str, Any]) -> str:
 
 
 def _blank(step: Step, status: str, detail: str, message: str, lang: str) -> StepResult:
+    checks.load_all()  # a submission rejected on reading comes here before anything has loaded the checks
     specs = checks.CHECKS[step.id]
     return StepResult(step.id, i18n.step_title(step, lang), 0.0, sum(c.points for c in specs), status,
                       [CheckResult(i18n.translate(lang, c.name), 0.0, c.points, False, message) for c in specs],
