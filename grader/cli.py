@@ -10,14 +10,27 @@ import click
 
 from grader import i18n
 from grader.cli_args import complete_steps, secret_value, step_ids
+from grader.files import NotARegularFile, check_target, write_atomic
 from grader.i18n import _
 from grader.registry import STEPS
 from grader.settings import DEFAULT_TIMEOUT
 
 LANGS = click.Choice(["en", "zh"])
 GRADING_COMMANDS = {"check", "grade", "batch", "watch", "doctor"}
+
+
+class _Seconds(click.FloatRange):
+    """A FloatRange that also refuses nan (every comparison with nan is false, so a range lets it through)."""
+
+    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        seconds = super().convert(value, param, ctx)
+        if seconds != seconds:
+            self.fail(f"{value!r} is not a number of seconds", param, ctx)
+        return seconds
+
+
 # seconds allowed per step: a positive number, at most an hour
-TIMEOUT = click.FloatRange(min=0, min_open=True, max=3600)
+TIMEOUT = _Seconds(min=0, min_open=True, max=3600)
 
 # exit codes (README "Exit codes"): 0 success; 1 a step fails (check), some submission could not be graded
 # (batch) or a needed sandbox layer is missing (doctor); 2 a usage error, a missing input or an output that
@@ -45,6 +58,10 @@ def need_output(path: Path | None) -> None:
         return
     if path.is_dir():
         fail(_("attn-kata: {path} is a directory, not a file to write").format(path=path))
+    try:
+        check_target(path)
+    except NotARegularFile:  # a device, a FIFO: never replaced by a report
+        fail(_("attn-kata: {path} exists and is not a regular file").format(path=path))
     existed = path.exists()
     try:
         with open(path, "a", encoding="utf-8"):
@@ -259,7 +276,7 @@ def grade(obj: dict, path: Path, fmt: str, secret: str | None, steps: tuple[str,
         sys.exit(EXIT_INFRA)
     if out is not None:
         try:
-            out.write_text(text, encoding="utf-8")
+            write_atomic(out, text)
         except OSError as exc:
             fail(_("attn-kata: cannot write {path} ({error})").format(path=out, error=exc.strerror or exc))
     elif text:
@@ -404,7 +421,11 @@ def gradescope_build(out: Path, secret: str | None) -> None:
     """The zip Gradescope's autograder setup takes as is (setup.sh, run_autograder, the kata)."""
     from grader.instructor import gradescope as gs
 
-    path = gs.build(out=out, secret=secret)
+    need_output(out)
+    try:
+        path = gs.build(out=out, secret=secret)
+    except OSError as exc:
+        fail(_("attn-kata: cannot write {path} ({error})").format(path=out, error=exc.strerror or exc))
     click.echo(f"wrote {path}")
 
 
@@ -415,7 +436,10 @@ def gradescope_run(root: Path) -> None:
     """What run_autograder calls: grade ROOT/submission, write ROOT/results/results.json."""
     from grader.instructor import gradescope as gs
 
-    path = gs.run_autograder(root=root)
+    try:
+        path = gs.run_autograder(root=root)
+    except OSError as exc:  # ROOT/results cannot be written: nothing can report the failure but this line
+        fail(_("attn-kata: cannot write {path} ({error})").format(path=root / "results", error=exc.strerror or exc))
     click.echo(f"wrote {path}")
 
 
@@ -433,7 +457,7 @@ def _write_or_echo(text: str, out: Path | None) -> None:
         click.echo(text)
         return
     try:
-        out.write_text(text, encoding="utf-8")
+        write_atomic(out, text)
     except OSError as exc:
         fail(_("attn-kata: cannot write {path} ({error})").format(path=out, error=exc.strerror or exc))
 

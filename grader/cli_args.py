@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import stat
 import sys
 from pathlib import Path
 
@@ -10,6 +11,8 @@ from click.shell_completion import CompletionItem
 
 from grader.i18n import _
 from grader.registry import get_step
+
+MAX_KEY_FILE = 4096  # bytes: a course key is a line of text
 
 
 def step_ids(values: tuple[str, ...]) -> list[str]:
@@ -42,7 +45,13 @@ def secret_value(ctx: click.Context, param: click.Parameter, value: str | None) 
     if value.startswith("@"):
         path = Path(value[1:]).expanduser()
         try:
-            key = path.read_text(encoding="utf-8").strip()
+            if not stat.S_ISREG(path.stat().st_mode):  # a FIFO would block, /dev/zero never end
+                raise click.BadParameter(f"{path} is not a regular file", ctx=ctx, param=param)
+            with open(path, "rb") as f:
+                raw = f.read(MAX_KEY_FILE + 1)
+            if len(raw) > MAX_KEY_FILE:
+                raise click.BadParameter(f"{path} is over {MAX_KEY_FILE} bytes: not a key", ctx=ctx, param=param)
+            key = raw.decode("utf-8").strip()
         except (OSError, UnicodeDecodeError) as exc:
             raise click.BadParameter(f"cannot read the key from {path}: {getattr(exc, 'strerror', None) or exc}",
                                      ctx=ctx, param=param) from None

@@ -102,6 +102,40 @@ def test_an_upload_that_cannot_be_read_is_a_report_with_the_reason(tmp_path: Pat
         assert json.loads(proc.stdout)["tests"]
 
 
+BAD_CLI = {  # each once gave a traceback, blocked or replaced a device (red team 8)
+    "timeout_nan": ["grade", "{ok}", "--timeout", "nan"],
+    "batch_timeout_nan": ["batch", "{tmp}", "--out", "{tmp}/out", "--timeout", "nan"],
+    "secret_fifo": ["grade", "{ok}", "--secret", "@{fifo}"],
+    "secret_endless": ["grade", "{ok}", "--secret", "@/dev/zero"],
+    "html_device": ["grade", "{ok}", "--html", "/dev/full"],
+    "out_device": ["grade", "{ok}", "--format", "json", "--out", "/dev/full"],
+    "gradescope_root_file": ["gradescope", "run", "--root", "/dev/null"],
+    "gradescope_zip_nowhere": ["gradescope", "build", "--out", "/proc/x.zip"],
+    "gradescope_zip_device": ["gradescope", "build", "--out", "/dev/full"],
+    "prairielearn_root_file": ["prairielearn", "run", "--root", "/dev/null"],
+}
+
+
+@pytest.mark.parametrize("name", list(BAD_CLI))
+def test_bad_paths_and_values_are_one_line_not_a_traceback(tmp_path: Path, name: str) -> None:
+    """Exit 2 with one clear line, before any grading; a device given as an output is never replaced (as root,
+    os.replace over /dev/full once made it a regular file), a FIFO given as the key file never blocks."""
+    import os
+    import stat
+
+    ok = tmp_path / "ok.py"
+    shutil.copy(ROOT / "solutions" / "dot_scores.py", ok)
+    fifo = tmp_path / "key.fifo"
+    os.mkfifo(fifo)
+    args = [a.format(ok=ok, tmp=tmp_path, fifo=fifo) for a in BAD_CLI[name]]
+    proc = kata(*args)
+    assert proc.returncode == 2, (proc.returncode, proc.stderr[-500:])
+    # one line of ours, or click's usage error (its usage line, then one line saying what is wrong)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.strip().splitlines()[-1].startswith(("attn-kata:", "Error: Invalid value")), proc.stderr
+    assert stat.S_ISCHR(os.stat("/dev/full").st_mode) and stat.S_ISCHR(os.stat("/dev/null").st_mode)
+
+
 def test_gradescope_format_has_the_spec_keys() -> None:
     out = kata("grade", "solutions", "--format", "gradescope")
     doc = json.loads(out.stdout)

@@ -9,12 +9,12 @@ files are in /autograder/submission, and /autograder/results/results.json is wha
 from __future__ import annotations
 
 import json
-import os
 import time
 import zipfile
 from pathlib import Path
 from typing import Any
 
+from grader.files import write_atomic, writing
 from grader.instructor.discovery import locate
 from grader.settings import IMPORT_ROOT, KATA_ROOT, grader_version, resolve_secret
 
@@ -118,9 +118,7 @@ def build(*, out: str | Path = "autograder.zip", secret: str | None = None) -> P
     """Write the autograder zip: setup.sh and run_autograder at the top, the kata under kata/.
     The same sources give the same bytes (fixed timestamps, sorted names)."""
     out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp")
-    with zipfile.ZipFile(tmp, "w") as zf:
+    with writing(out, "wb") as f, zipfile.ZipFile(f, "w") as zf:
         _add(zf, "setup.sh", SETUP_SH.encode(), 0o755)
         _add(zf, "run_autograder", RUN_AUTOGRADER.encode(), 0o755)
         for name in KATA_FILES:
@@ -132,7 +130,6 @@ def build(*, out: str | Path = "autograder.zip", secret: str | None = None) -> P
             _add(zf, arcname, f.read_bytes())
         if secret:
             _add(zf, "secret.txt", secret.encode(), 0o600)
-    os.replace(tmp, out)
     return out
 
 
@@ -143,10 +140,7 @@ def find_submission(folder: Path) -> Path | None:
 
 
 def _write(path: Path, doc: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(doc, ensure_ascii=False, indent=2), encoding="utf-8")
-    os.replace(tmp, path)
+    write_atomic(path, json.dumps(doc, ensure_ascii=False, indent=2))
 
 
 def run_autograder(*, root: str | Path = "/autograder", lang: str | None = None) -> Path:

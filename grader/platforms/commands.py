@@ -87,4 +87,8 @@ def prairielearn_run(root: Path) -> None:
     """What tests/run.sh calls: grade ROOT/student, write ROOT/results/results.json."""
     from grader.platforms import prairielearn as pl
 
-    click.echo(f"wrote {pl.run(root=root)}")
+    try:
+        path = pl.run(root=root)
+    except OSError as exc:  # ROOT/results cannot be written: nothing can report the failure but this line
+        _fail(_("attn-kata: cannot write {path} ({error})").format(path=root / "results", error=exc.strerror or exc))
+    click.echo(f"wrote {path}")

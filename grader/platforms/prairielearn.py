@@ -11,12 +11,12 @@ tests/kata (the grader and the reference, never shown to students); the image on
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import uuid
 from pathlib import Path
 from typing import Any
 
+from grader.files import write_atomic
 from grader.registry import STEPS
 from grader.settings import KATA_ROOT, grader_version
 
@@ -192,7 +192,4 @@ def _run(root: Path, lang: str) -> Path:
 
 
 def _write(path: Path, doc: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(doc, ensure_ascii=False, indent=2), encoding="utf-8")
-    os.replace(tmp, path)
+    write_atomic(path, json.dumps(doc, ensure_ascii=False, indent=2))

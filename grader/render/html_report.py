@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from grader import i18n
+from grader.files import write_atomic
 from grader.grading.report import Report
 from grader.i18n import N_
 from grader.registry import BY_ID
@@ -194,5 +195,5 @@ def render(report: Report, mats: dict[str, list[Matrix]] | None = None, lang: st
 
 def write(path: str | Path, report: Report, mats: dict[str, list[Matrix]] | None = None, lang: str = "en") -> Path:
     p = Path(path)
-    p.write_text(render(report, mats, lang), encoding="utf-8")
+    write_atomic(p, render(report, mats, lang))
     return p

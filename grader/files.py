@@ -1,0 +1,71 @@
+"""Writing what the grader produces (reports, gradebooks, results.json, zips): one way, for every writer.
+
+- A target that exists and is not a regular file (a device such as /dev/full, a FIFO, a folder) is refused, never
+  replaced: run as root, `os.replace` over /dev/full made it a regular file. A symbolic link is replaced itself,
+  never followed.
+- The text is written to a fresh temporary file beside the target (made with O_EXCL under an unpredictable name:
+  a link planted there is never followed), flushed, then renamed over the target: a reader sees the old file or
+  the new one, never half of one, and a failure leaves the old one and no temporary file.
+- Text is UTF-8; a character UTF-8 cannot hold (a lone surrogate from a file name Python could not decode, or from
+  learner text) is written as its escape, `\\udcff`, which JSON reads back as the same string. Nothing a learner
+  writes can make a report unwritable.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import IO
+
+__all__ = ["NotARegularFile", "check_target", "write_atomic", "writing"]
+
+_UMASK = os.umask(0o022)  # read once, at import (os.umask can only be read by setting it), and put back
+os.umask(_UMASK)
+
+
+class NotARegularFile(OSError):
+    """The target exists and is a device, a FIFO, a socket or a folder."""
+
+
+def check_target(path: Path) -> None:
+    """Raise NotARegularFile if `path` exists (not following a link) and is not a regular file or a link."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
+        raise NotARegularFile(f"{path} exists and is not a regular file")
+
+
+@contextlib.contextmanager
+def writing(path: Path, mode: str = "w") -> Iterator[IO]:
+    """Open a temporary file beside `path` for writing ("w": UTF-8 text, "wb": bytes); on a clean exit it replaces
+    `path`, on an error it is removed and `path` is left as it was."""
+    path = Path(path)
+    check_target(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:64]}.", suffix=".tmp")
+    try:
+        opener: Callable[[], IO] = (lambda: os.fdopen(fd, "wb")) if "b" in mode else (
+            lambda: os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace", newline=""))
+        with opener() as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o666 & ~_UMASK)  # as open() would have made it (mkstemp makes 0600)
+        check_target(path)  # made meanwhile? still never replace a device
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write `text` to `path` as described above."""
+    with writing(path) as f:
+        f.write(text)
