@@ -138,6 +138,60 @@ def test_resume_writes_the_report_of_a_late_copy(klass: Path, tmp_path: Path,
     assert reports["late.json"]["steps"] == reports["student000.json"]["steps"]
 
 
+# the book's code, then a cell whose attention_scores raises a message holding a lone surrogate, and a layer with a
+# child so named: no UTF-8 writer can encode such text (red team 8, finding 1)
+SURROGATE_CELLS = ['def attention_scores(inputs, query):\n    raise ValueError("\\udcff")\n',
+                   "_v1_init = SelfAttention_v1.__init__\n\n\ndef _init(self, d_in, d_out):\n"
+                   "    _v1_init(self, d_in, d_out)\n    setattr(self, '\\udcfe', torch.nn.Linear(2, 2))\n\n\n"
+                   "SelfAttention_v1.__init__ = _init\n"]
+
+
+def _surrogate_notebook(path: Path) -> Path:
+    cells = [(ROOT / "tests" / "fixtures" / "correct" / "book_verbatim.py").read_text(), *SURROGATE_CELLS]
+    path.write_text(json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
+        {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source": c} for c in cells]}))
+    return path
+
+
+def _says_what_was_raised(report: dict) -> None:
+    steps = {s["id"]: s for s in report["steps"]}
+    assert steps["dot_scores"]["detail"] == "crashed", steps["dot_scores"]
+    assert steps["dot_scores"]["message"] == "raised ValueError: \ufffd"
+    assert all(s["status"] == "passed" for k, s in steps.items() if k != "dot_scores"), steps
+
+
+def test_a_lone_surrogate_in_one_students_error_costs_no_classmate(klass: Path, tmp_path: Path, uninterrupted: tuple[
+        Path, subprocess.CompletedProcess]) -> None:
+    """His exception text once killed the grading process as it sent its chunk back, twice: the whole chunk (up to
+    24 students) was written off. Now his step says what was raised, and the classmates graded in his chunk get
+    exactly the reports of the batch without him."""
+    full_out, _ = uninterrupted
+    d, out = tmp_path / "in", tmp_path / "out"
+    shutil.copytree(klass, d)
+    _surrogate_notebook(d / "aaron.ipynb")
+    entries = discovery.discover(d, out / ".staging")
+    first = batch._chunks([(i, str(e.path)) for i, e in enumerate(entries)], 1)[0]
+    assert entries[first[0][0]].student == "aaron" and len(first) >= 3  # with one job, he shares a chunk
+    proc = _run(["batch", str(d), "--out", str(out), "--jobs", "1"])
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    reports = _reports(out)
+    _says_what_was_raised(reports.pop("aaron.json"))
+    assert reports == _reports(full_out)
+    rows = list(csv.DictReader(io.StringIO((out / "gradebook.csv").read_text(encoding="utf-8"))))
+    assert {r["status"] for r in rows} == {"graded"} and len(rows) == 9
+
+
+def test_grade_writes_a_lone_surrogate_as_valid_json(tmp_path: Path) -> None:
+    """`grade --out` once died half-way and left an empty file; --html too."""
+    nb = _surrogate_notebook(tmp_path / "aaron.ipynb")
+    proc = _run(["grade", str(nb), "--format", "json", "--out", str(tmp_path / "r.json"), "--html",
+                 str(tmp_path / "r.html")])
+    assert proc.returncode == 0, proc.stderr
+    _says_what_was_raised(json.loads((tmp_path / "r.json").read_text(encoding="utf-8")))
+    html = (tmp_path / "r.html").read_text(encoding="utf-8")
+    assert "your code raised ValueError" in html and "\ufffd" in html
+
+
 # ---------------------------------------------------------------- discovery and archives (no grading)
 
 
@@ -239,6 +293,18 @@ def test_csv_cells_are_escaped_against_formula_injection() -> None:
     assert gradebook.csv_cell(3.5) == 3.5
 
 
+def test_csv_cells_show_control_characters_as_escapes() -> None:
+    """File names reach the student and submission columns: `cat gradebook.csv` must not set the window title (OSC),
+    ring (BEL), colour (CSI, C1 CSI) or reorder (bidi) anything, and a name that is not UTF-8 (a lone surrogate)
+    must not stop the gradebook being written (red team 8, finding 9)."""
+    name = "\x1b]0;T\x07\x1b[31mred\x9b0m\u202etxt.py\udcff"
+    cell = gradebook.csv_cell(name)
+    assert cell == "\\x1b]0;T\\x07\\x1b[31mred\\x9b0m\\u202etxt.py\\udcff"
+    assert cell.isprintable() and cell.encode()
+    assert gradebook.csv_cell("\x1b=cmd") == "\\x1b=cmd" and gradebook.csv_cell("=A1\x07") == "'=A1\\x07"
+    assert gradebook.csv_cell("Zoë 张伟\tx\r\n") == "Zoë 张伟\tx\r\n"  # text, and what csv quotes, as it is
+
+
 def test_student_names_from_lms_file_names() -> None:
     assert discovery.student_name("smithalice_12345_67890_attention.ipynb") == "smithalice"
     assert discovery.student_name("smithalice_late_12345_67890_attention.ipynb") == "smithalice"
@@ -312,6 +378,42 @@ def test_a_grading_process_that_dies_is_retried(tmp_path: Path) -> None:
     assert len(rows) == 4
     assert {r["student"] for r in rows} == {"ann", "bob", "cat", "dan"}
     assert all(float(r["dot_scores"]) == 5 for r in rows)
+
+
+def test_a_chunk_whose_grading_process_dies_twice_is_tried_one_by_one(tmp_path: Path) -> None:
+    """A crash that one submission's data causes kills the retry of its chunk too (as a lone surrogate in an error
+    message once did): the chunk's submissions are then tried one at a time, so that it costs that submission,
+    not its classmates. Two SIGKILLs stand for it here: the first two grading processes die holding the first
+    chunk (two submissions, with one job), and every submission still gets its report."""
+    klass = tmp_path / "class"
+    klass.mkdir()
+    solution = "\n".join((ROOT / "solutions" / f).read_text() for f in ("dot_scores.py", "softmax.py"))
+    slow = "import time\n" + solution.replace("    return attn_scores", "    time.sleep(0.2)\n    return attn_scores")
+    assert slow != "import time\n" + solution
+    for name in ("ann", "bob", "cat", "dan"):  # distinct: identical files share a job
+        (klass / f"{name}.py").write_text(f"{slow}\n# {name}\n")
+    assert len(batch._chunks([(i, "") for i in range(4)], 1)[0]) == 2
+    killed: list[int] = []
+
+    def kill_two() -> None:
+        deadline = time.monotonic() + 120
+        while len(killed) < 2 and time.monotonic() < deadline:
+            pids = [p for p in _grading_processes() if p not in killed]
+            if pids:
+                time.sleep(0.3)  # it has its chunk (sent as it starts) and is busy with it
+                if pids[0] in _grading_processes():
+                    os.kill(pids[0], signal.SIGKILL)
+                    killed.append(pids[0])
+            time.sleep(0.02)
+
+    killer = threading.Thread(target=kill_two)
+    killer.start()
+    result = batch.run_batch(directory=klass, out=tmp_path / "out", jobs=1)
+    killer.join()
+    assert len(killed) == 2, killed
+    assert result.not_graded == {}
+    rows = list(csv.DictReader(io.StringIO((tmp_path / "out" / "gradebook.csv").read_text())))
+    assert {r["student"]: float(r["dot_scores"]) for r in rows} == {"ann": 5, "bob": 5, "cat": 5, "dan": 5}
 
 
 def test_the_coordinating_process_never_imports_torch(tmp_path: Path) -> None:

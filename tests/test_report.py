@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import unicodedata
 
-from grader.grading.report import CheckResult, Report, StepResult
+from grader.grading.report import CheckResult, Report, StepResult, clean
 
 
 def test_report_to_dict_equals_asdict() -> None:
@@ -15,3 +16,25 @@ def test_report_to_dict_equals_asdict() -> None:
     assert step.to_dict() == dataclasses.asdict(step)
     assert list(step.to_dict()) == [f.name for f in dataclasses.fields(StepResult)]
     assert Report("x.py", [step]).to_dict()["steps"] == [dataclasses.asdict(step)]
+
+
+# what clean() must not let through: every C0 but tab and newline, DEL, C1 (U+009B is CSI on some terminals), every
+# bidi control (Unicode's Bidi_Control property) and the line and paragraph separators
+BIDI_CONTROLS = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+
+
+def test_clean_drops_every_control_and_replaces_every_lone_surrogate() -> None:
+    """Every code point at once (red team 8, findings 1 and 9): a lone surrogate, which no UTF-8 writer of a report
+    can encode, becomes U+FFFD; controls a terminal or an editor acts on are dropped; everything else is kept."""
+    every = "".join(map(chr, range(0x110000)))
+    expected = []
+    for c in every:
+        if unicodedata.category(c) == "Cs":
+            expected.append("\ufffd")
+        elif not ((unicodedata.category(c) == "Cc" and c not in "\t\n") or c in BIDI_CONTROLS or c in "\u2028\u2029"):
+            expected.append(c)
+    out = clean(every, limit=len(every))
+    out.encode()  # strict UTF-8
+    assert out == "".join(expected)
+    assert clean("ValueError: \udcff \x1b]0;T\x07 \x9b31m \u202eevil\u200f") == "ValueError: \ufffd ]0;T 31m evil"
+    assert clean("x" * 700) == "x" * 599 + "…"

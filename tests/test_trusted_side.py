@@ -389,6 +389,42 @@ def test_a_malformed_case_is_that_case_s_error(change: Any) -> None:
     assert failed and all(MALFORMED in c.message for c in failed), [c.message for c in failed]
 
 
+S = "\udcff"  # a lone surrogate: JSON's "\\udcff" escape decodes to one, and no UTF-8 writer can encode it
+
+
+def test_lone_surrogates_from_a_worker_become_replacement_characters() -> None:
+    """An honest learner's exception message may hold a lone surrogate (red team 8, finding 1): the wire passes on
+    U+FFFD in its place, in every string and key, rather than refusing what says what the code raised. The
+    answer as a whole, and each case, is still read: no surrogate reaches a report's writer (a file, the batch's
+    socket, which once died on one and took a chunk of classmates with it)."""
+    hello = copy.deepcopy(HELLO)
+    hello["names"]["attention_scores"] = "function" + S
+    hello["errors"]["causal" + S] = {"exception": "E" + S, "message": "m" + S, "cells": ["cell" + S],
+                                      "where": {"file": "f" + S, "line": 1, "code": "c" + S}}
+    _tensors, hello = wire_round_trip(hello, {})
+    names, errors = wire.validate_hello(hello)
+    json.dumps([names, errors], ensure_ascii=False).encode()  # strict UTF-8: raises on a surrogate
+    assert names["attention_scores"] == "function\ufffd"
+    assert errors["causal\ufffd"] == {"exception": "E\ufffd", "message": "m\ufffd", "cells": ["cell\ufffd"],
+                                      "where": {"file": "f\ufffd", "line": 1, "code": "c\ufffd"}}
+
+    doc, tensors = honest("self_attention_v1")
+    doc["cases"]["fwd"]["facts"]["grads"]["W" + S] = True
+    doc["cases"]["fwd"]["facts"]["extra" + S] = ["v" + S, {"k" + S: "w" + S}]
+    doc["cases"]["single"] = {"status": "error", "exception": "ValueError", "message": "m" + S, "msgid": "x" + S,
+                              "params": {"p" + S: "v" + S}, "where": {"file": "f" + S, "line": 2, "code": "c" + S}}
+    tensors = {k: v for k, v in tensors.items() if not k.startswith("single/")}
+    tensors, doc = wire_round_trip(doc, tensors)
+    entries, by_case = wire.validate_answer(doc, tensors, doc["cases"])
+    assert all(isinstance(e, dict) for e in entries.values()), entries
+    json.dumps(entries, ensure_ascii=False).encode()
+    fwd, single = entries["fwd"]["facts"], entries["single"]
+    assert fwd["grads"]["W\ufffd"] is True and fwd["extra\ufffd"] == ["v\ufffd", {"k\ufffd": "w\ufffd"}]
+    assert (single["message"], single["msgid"], single["params"]) == ("m\ufffd", "x\ufffd", {"p\ufffd": "v\ufffd"})
+    assert single["where"] == {"file": "f\ufffd", "line": 2, "code": "c\ufffd"}
+    assert set(by_case) == {"fwd", "wide", "book"}  # (a tensor's name cannot hold one: safetensors refuses it)
+
+
 def test_a_case_left_out_is_still_no_result() -> None:
     doc, tensors = honest("dot_scores")
     del doc["cases"]["book"]

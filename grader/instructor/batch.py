@@ -75,11 +75,18 @@ from grader.settings import DEFAULT_TIMEOUT, grader_version, resolve_secret
 _GRADE_ARGS: dict[str, Any] = {}
 GRADING_ENTRY = f"{__name__}:grading_process"  # what the zygote runs in a grading process it forks
 _MAX_MESSAGE = 256 * 1024 * 1024  # a chunk's reports
-_LOST = (EOFError, OSError, ChannelError, ValueError)  # the other end is gone, or garbled
+# the other end is gone, or what it sent is garbled (not JSON, not UTF-8); never a failure to encode our own message
+_LOST = (EOFError, OSError, ChannelError, json.JSONDecodeError, UnicodeDecodeError)
+
+
+def _encode(obj: Any) -> bytes:
+    """ASCII JSON: a lone surrogate (a file name decoded with surrogateescape, say) travels as an escape and comes
+    back as it was, where UTF-8 could not encode it at all."""
+    return json.dumps(obj, ensure_ascii=True, allow_nan=False).encode()
 
 
 def _send(sock: socket.socket, obj: Any) -> None:
-    send_msg(sock, json.dumps(obj, ensure_ascii=False, allow_nan=False).encode())
+    send_msg(sock, _encode(obj))
 
 
 def _recv(sock: socket.socket) -> Any:
@@ -101,11 +108,29 @@ def grading_process(fd: int) -> None:
         while True:
             chunk = _recv(sock)
             try:
-                _send(sock, _grade_chunk(chunk))
+                reply = _reply(_grade_chunk(chunk))
             except WeakSandbox as exc:  # instructor grading on a machine without the layers it needs
-                _send(sock, {"weak_sandbox": str(exc)})
+                reply = _encode({"weak_sandbox": str(exc)})
+            send_msg(sock, reply)
     except _LOST:
         return  # the batch is over (or gone)
+
+
+def _reply(results: list[tuple[int, dict[str, Any] | None, str, float]]) -> bytes:
+    """The chunk's results, encoded here rather than on sending, so that a report that json cannot encode (a NaN
+    score: a grader bug) is that one submission's error, never taken for a lost peer that costs the whole chunk."""
+    try:
+        return _encode(results)
+    except (TypeError, ValueError):
+        pass
+    out = []
+    for i, report, err, secs in results:
+        try:
+            _encode(report)
+            out.append((i, report, err, secs))
+        except (TypeError, ValueError) as exc:
+            out.append((i, None, f"the report could not be encoded: {type(exc).__name__}: {exc}", secs))
+    return _encode(out)
 
 
 GRADING_MEMORY = 4 * 1024**3  # address space a grading process may add to what it inherited
@@ -276,7 +301,9 @@ class _Grader:
 def _grade_in_pool(chunks: list[list[tuple[int, str]]], jobs: int, settings: dict[str, Any],
                    record: Callable[[list[Any]], None], lost: Callable[[list[tuple[int, str]]], None]) -> None:
     """Hand the chunks to `jobs` grading processes, the next chunk to whichever finishes first. A grading
-    process that dies (the OOM killer, a grader bug) is replaced and its chunk retried once."""
+    process that dies (the OOM killer, a grader bug) is replaced and its chunk retried once; if it dies again,
+    each of the chunk's submissions is tried once more alone, so that a crash one submission's data causes
+    costs that submission only (`lost`), not its classmates."""
     queue = collections.deque((chunk, 0) for chunk in chunks)  # (chunk, earlier attempts)
     sel = selectors.DefaultSelector()
     busy: dict[int, _Grader] = {}
@@ -308,6 +335,8 @@ def _grade_in_pool(chunks: list[list[tuple[int, str]]], jobs: int, settings: dic
                     retired.append(g)
                     if g.tries == 0:
                         queue.appendleft((g.chunk, 1))
+                    elif len(g.chunk) > 1:  # one by one, first in the queue, each with one attempt of its own
+                        queue.extendleft(([job], 1) for job in reversed(g.chunk))
                     else:
                         lost(g.chunk)
                     if queue:

@@ -74,12 +74,26 @@ def write_atomic(path: Path, text: str) -> None:
 # ---------------------------------------------------------------- outputs
 
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+# what `cat gradebook.csv` would run or a viewer reorder (file names reach the student and submission columns):
+# C0 but tab and line ends (the csv module quotes those), DEL, C1, bidi controls, line/paragraph separators, and
+# lone surrogates (a file name that is not UTF-8), which UTF-8 cannot even write
+_CELL_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069"
+                           r"\ud800-\udfff]")
+
+
+def _escape(m: re.Match[str]) -> str:
+    c = ord(m.group())
+    return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
 
 
 def csv_cell(value: Any) -> Any:
-    if isinstance(value, str) and value.startswith(FORMULA_START):
-        return "'" + value
-    return value
+    """A cell as spreadsheets and terminals may safely show it: control characters written as escapes
+    (`\\x1b`), then a leading formula character defused with a quote."""
+    if not isinstance(value, str):
+        return value
+    if not value.isascii() or not value.isprintable():
+        value = _CELL_CONTROL.sub(_escape, value)
+    return "'" + value if value.startswith(FORMULA_START) else value
 
 
 def gradebook_csv(entries: list[Entry], reports: dict[str, dict[str, Any] | None],

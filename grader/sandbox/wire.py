@@ -3,7 +3,9 @@
 A worker runs the learner's code, so its two documents (the hello after loading the submission, and one
 answer per step) and its tensors are hostile data. `channel.decode` already bounds the JSON's size and
 nesting; here every field is checked for its type, its length and, for containers, its size. Nothing
-is coerced: a document that does not fit is refused with `Malformed`, whose text says where.
+is coerced, but for one thing: a lone surrogate in a string or a key (JSON's "\\udcff" decodes to one, and
+an honest learner's exception message may hold one) becomes U+FFFD, since no UTF-8 writer of a report could
+take it. A document that does not fit is refused with `Malformed`, whose text says where.
 
     validate_hello(doc)                  -> (names: {name: kind}, errors: {module: error})
     validate_answer(doc, tensors, asked) -> ({case: entry or Malformed}, {case: {key: tensor}})
@@ -12,6 +14,7 @@ is coerced: a document that does not fit is refused with `Malformed`, whose text
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Collection, Mapping
 from typing import Any
 
@@ -58,6 +61,26 @@ ANSWER_KEYS = frozenset({"cases", "cpu", "output_dropped"})
 CASE_KEYS = frozenset({"status", "facts", "message", "msgid", "params", "exception", "where", "ms"})
 
 
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def _text(v: str) -> str:
+    """`v` with each lone surrogate replaced by U+FFFD (isascii is O(1): the common case costs nothing)."""
+    return v if v.isascii() else _SURROGATE.sub("\ufffd", v)
+
+
+def _scrub(x: Any) -> Any:
+    """Plain JSON with every string and key through _text (its depth is bounded by the caller)."""
+    t = type(x)
+    if t is str:
+        return _text(x)
+    if t is dict:
+        return {_text(k): _scrub(item) for k, item in x.items()}
+    if t is list:
+        return [_scrub(item) for item in x]
+    return x
+
+
 class Malformed(ValueError):
     """A worker's document or tensors that do not fit the schema; the text says where."""
 
@@ -80,7 +103,7 @@ def _str(v: Any, where: str, limit: int) -> str:
         raise Malformed(where, f"expected a string, got {type(v).__name__}")
     if len(v) > limit:
         raise Malformed(where, f"a string of {len(v)} characters (at most {limit})")
-    return v
+    return _text(v)
 
 
 def _int(v: Any, where: str) -> int:
@@ -103,15 +126,17 @@ def _dict(v: Any, where: str, limit: int = MAX_ENTRIES, keys: frozenset[str] | N
         raise Malformed(where, f"expected an object, got {type(v).__name__}")
     if len(v) > limit:
         raise Malformed(where, f"{len(v)} entries (at most {limit})")
+    scrub = False
     for k in v:
-        if type(k) is not str or len(k) > MAX_NAME:  # the where of a message is built only for a bad key
+        if type(k) is not str or len(k) > MAX_NAME or not k.isascii():  # the where of a message: only when needed
             _str(k, f"{where} key", MAX_NAME)
+            scrub = True
         if keys is not None and k not in keys:
             raise Malformed(where, f"unexpected field {_key(k)}")
     for k in required:
         if k not in v:
             raise Malformed(where, f"no field {_key(k)}")
-    return v
+    return {_text(k): item for k, item in v.items()} if scrub else v
 
 
 def _where(v: Any, where: str) -> dict[str, Any] | None:
@@ -129,6 +154,7 @@ def _facts(v: Any, where: str) -> dict[str, Any]:
     top = _dict(v, where, limit=MAX_FACT_NODES)
     stack: list[tuple[Any, int]] = [(top, 1)]
     nodes = 0
+    scrub = False  # a string or key that is not ASCII: all are replaced through _text at the end
     while stack:
         x, depth = stack.pop()
         nodes += 1
@@ -139,19 +165,21 @@ def _facts(v: Any, where: str) -> dict[str, Any]:
         t = type(x)
         if t is dict:
             for k, item in x.items():
-                if type(k) is not str or len(k) > MAX_NAME:
+                if type(k) is not str or len(k) > MAX_NAME or not k.isascii():
                     _str(k, f"{where} key", MAX_NAME)
+                    scrub = True
                 stack.append((item, depth + 1))
         elif t is list:
             stack.extend((item, depth + 1) for item in x)
         elif t is str:
-            if len(x) > MAX_TEXT:
+            if len(x) > MAX_TEXT or not x.isascii():
                 _str(x, f"{where} value", MAX_TEXT)
+                scrub = True
         elif t is float:
             _number(x, f"{where} value")
         elif t not in (int, bool) and x is not None:
             raise Malformed(where, f"a value of type {t.__name__}")
-    return top
+    return _scrub(top) if scrub else top
 
 
 def _typed(v: Any, schema: Any, where: str) -> None:
@@ -249,12 +277,8 @@ def _entry(v: Any, where: str) -> dict[str, Any]:
             out[k] = _str(e[k], f"{where}.{k}", limit)
     if "params" in e:
         params = _dict(e["params"], f"{where}.params")
-        for k, p in params.items():
-            if type(p) is str:
-                _str(p, f"{where}.params[{_key(k)}]", MAX_TEXT)
-            else:
-                _number(p, f"{where}.params[{_key(k)}]", bools=True)
-        out["params"] = dict(params)
+        out["params"] = {k: _str(p, f"{where}.params[{_key(k)}]", MAX_TEXT) if type(p) is str
+                         else _number(p, f"{where}.params[{_key(k)}]", bools=True) for k, p in params.items()}
     if "where" in e:
         out["where"] = _where(e["where"], f"{where}.where")
     if "ms" in e:
