@@ -399,13 +399,20 @@ CASES: dict[str, tuple[str, str, str | None]] = {
                     pass
             return inputs @ query
         """), "passed", None),
-
+    # answers near the channel's cap: a batch's grading process keeps a chunk's answers until it judges them, and
+    # 13 such uploads took one past 4 GB; a step's answers far larger than the reference's are let go on arrival
+    "answers_far_larger_than_the_step": (attack("""
+        import torch
+        def attention_scores(inputs, query):
+            return torch.zeros(1400, 1400, dtype=torch.float64)
+        """), "failed", "wrong_type"),
 }
 
 
 # what each attacked step must score: the score of its honest twin (TWINS), "full", or "zero"
 TWIN: dict[str, str | None] = {
     "infinite_loop": "zero", "catch_baseexception_to_survive_timeout": "zero", "ignore_signals": "zero",
+    "answers_far_larger_than_the_step": "zero",
     "os_exit_in_step": "zero", "sys_exit_in_step": "raises", "memory_bomb": "raises", "fork_bomb": "zero",
     "daemon_outlives_step": "full", "kill_parent": "full", "monkeypatch_allclose": "zeros",
     "tensor_subclass_eq_always_true": "zeros", "not_a_tensor_eq_always_true": "not_a_tensor",

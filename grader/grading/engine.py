@@ -31,6 +31,10 @@ __all__ = ["DEFAULT_TIMEOUT", "LOAD_TIMEOUT", "Started", "collect", "grade", "gr
 # no_result, import_error, rejected_input, not_implemented, not_started (infrastructure errors raise instead)
 DETAIL_FOR_LOSS = {"timeout": "timeout", "crashed": "crashed", "unreadable": "no_result"}
 BUDGET_FACTOR = 2.0  # a submission's wall-clock budget for all its steps, in per-step time-outs
+# numbers a step's answers may hold, kept until the chunk is judged: this many times the reference's, or at least
+# MIN_KEPT. A right answer holds exactly the reference's; a batch's grading process keeps a chunk's answers, and
+# answers near the channel's 64 MiB cap once took one process past 4 GB (red team 8)
+KEPT_FACTOR, MIN_KEPT = 8, 65_536
 
 
 @functools.lru_cache(maxsize=8)
@@ -218,7 +222,7 @@ def collect(path: str | Path, *, steps: Iterable[str] | None = None, secret: str
 def _collect(started: Started, *, secret: str | None, timeout: float, lang: str,
              config: dict[str, Any] | None) -> Collected:
     col, step_list, units = started.col, started.step_list, started.units
-    plans, _refs = prepared(resolve_secret(secret))
+    plans, refs = prepared(resolve_secret(secret))
     sub = started.sub
     if sub is None:  # rejected: its reason is already each step's result
         return col
@@ -293,6 +297,8 @@ def _collect(started: Started, *, secret: str | None, timeout: float, lang: str,
                         todo = phase[i + 1:] + [s for later in phases[p + 1:] for s in later]
                         break
                     _note_dropped(col, doc)
+                    if oversized := _oversized(tensors, refs[step.id]):
+                        tensors, doc = {}, _oversized_answer(plans[step.id], *oversized)  # let go of them now
                     cases = _parse_response(plans[step.id], tensors, doc)
                     if all(r.status == "not_started" for r in cases.values()):
                         col.results[step.id] = _blank(step, "not_started", "not_implemented",
@@ -304,6 +310,20 @@ def _collect(started: Started, *, secret: str | None, timeout: float, lang: str,
         finally:
             worker.close()
     return col
+
+
+def _oversized(tensors: dict[str, torch.Tensor], refs: dict[str, CaseResult]) -> tuple[int, int] | None:
+    """(numbers held, the reference's) when a step's answers hold far more numbers than the reference's."""
+    got = sum(t.numel() for t in tensors.values() if isinstance(t, torch.Tensor))
+    want = sum(t.numel() for r in refs.values() for t in r.tensors.values())
+    return (got, want) if got > max(KEPT_FACTOR * want, MIN_KEPT) else None
+
+
+def _oversized_answer(cases: dict[str, Case], got: int, want: int) -> dict[str, Any]:
+    """The answer put in the place of one too large to keep: every case a wrong type that says why."""
+    message = _("the answers hold {got:,} numbers, far more than this step's {want:,}: does a function return "
+                "the wrong tensor?").format(got=got, want=want)
+    return {"cases": {name: {"status": "wrong_type", "message": message} for name in cases}}
 
 
 def _reread(col: Collected, sub: ingest.Submission, errors: dict[str, dict[str, Any]]) -> None:
