@@ -328,3 +328,112 @@ def test_ctrl_c_exits_130(tmp_path: Path, command: str) -> None:
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err[-2000:]
     assert "Traceback" not in err
+
+
+# ---------------------------------------------------------------- what one upload's names, bytes and shape can do
+# (red team 8: findings 2, 3, 5, 7, 8, 13 and a symbolic link to itself)
+
+BOOK = ROOT / "tests" / "fixtures" / "correct" / "book_verbatim.py"
+
+
+def _many_cells(empty: int, blank: str = "") -> str:
+    nb = json.loads(submissions.notebook_source())
+    nb["cells"] += [{"cell_type": "code", "source": blank, "metadata": {}, "outputs": [], "execution_count": None}
+                    for _ in range(empty)]
+    return json.dumps(nb)
+
+
+def test_a_class_is_graded_whatever_one_upload_does_to_the_file_system(tmp_path: Path) -> None:
+    """Zips whose members cannot be written (a member both a file and a folder, a 300-byte folder name), a name
+    that is not UTF-8, a link to itself, a BOM, a notebook of 5000 code cells: each student gets one record, the
+    honest ones full marks. OUT is the class folder, and a second run does not take OUT's folders for students."""
+    d = tmp_path / "class"
+    d.mkdir()
+    book = BOOK.read_bytes()
+    (d / "amy_1_2.py").write_bytes(book)  # the honest classmate
+    _zip(d / "zoe_1_2.zip", {"x": b"plain file", "x/attention.py": book})
+    _zip(d / "yan_1_2.zip", {"a" * 300 + "/attention.py": book})
+    (d / os.fsdecode(b"bob\xff\xfe_1_2.py")).write_bytes(book)  # Latin-1 bytes, as an old zip tool leaves them
+    os.symlink("loop.py", d / "loop.py")
+    (d / "ben_1_2.py").write_bytes(b"\xef\xbb\xbf" + book)  # Notepad's "UTF-8 with BOM"
+    (d / "cara_1_2.ipynb").write_text(_many_cells(5000))
+    runs = [_run(["batch", str(d), "--out", str(d), "--jobs", "1", *resume]) for resume in ([], ["--resume"])]
+    for proc in runs:
+        assert proc.returncode == 1, proc.stderr[-3000:]  # some could not be graded: listed, exit 1
+        assert "Traceback" not in proc.stderr and "cannot write" not in proc.stderr, proc.stderr[-3000:]
+        rows = _rows(d)
+        assert {k: r["status"] for k, r in rows.items()} == {
+            "amy": "graded", "bob\\xff\\xfe": "graded", "ben": "graded", "zoe": "rejected", "yan": "rejected",
+            "loop": "rejected", "cara": "too_large"}
+        for name in ("amy", "bob\\xff\\xfe", "ben"):
+            assert rows[name]["total"] == rows[name]["max_score"], name
+        assert rows["bob\\xff\\xfe"]["submission"] == "bob\\xff\\xfe_1_2.py"
+        assert "could not be extracted (File exists)" in rows["zoe"]["reason"]
+        assert "File name too long" in rows["yan"]["reason"] and str(d) not in rows["yan"]["reason"]
+        assert rows["loop"]["reason"] == "is a symbolic link"
+        assert rows["cara"]["reason"].endswith(" code cells; the limit is 4096")
+    assert (d / "reports" / "bob_xff_xfe.json").is_file()
+
+
+def test_a_name_that_is_not_utf8_is_shown_escaped_and_still_read(tmp_path: Path) -> None:
+    from grader.grading import ingest
+
+    path = tmp_path / os.fsdecode(b"sol\xff.py")
+    path.write_bytes(BOOK.read_bytes())
+    sub = ingest.read_submission(path)
+    assert sub.name == sub.units[0].label == "sol\\xff.py"
+    assert sub.units[0].source == BOOK.read_text(encoding="utf-8")
+    (tmp_path / os.fsdecode(b"kim\xe9")).mkdir()
+    (tmp_path / os.fsdecode(b"kim\xe9") / os.fsdecode(b"a\xe9.ipynb")).write_text(submissions.notebook_source())
+    entry = {e.student: e for e in discovery.discover(tmp_path, tmp_path / "out" / ".staging")}["kim\\xe9"]
+    assert entry.source == "kim\\xe9/a\\xe9.ipynb" and entry.path is not None and entry.path.is_file()
+    entry.source.encode("utf-8")  # what every writer does with it
+
+
+def test_python_source_is_decoded_as_python_decodes_it(tmp_path: Path) -> None:
+    from grader.grading import ingest
+
+    (tmp_path / "bom.py").write_bytes(b"\xef\xbb\xbfx = 1\n")
+    (tmp_path / "latin.py").write_bytes(b"# -*- coding: latin-1 -*-\nname = 'caf\xe9'\n")
+    (tmp_path / "bad.py").write_bytes(b"x = '\xff'\n")  # no cookie, not UTF-8: replaced, left to the parser
+    assert ingest.read_submission(tmp_path / "bom.py").units[0].source == "x = 1\n"
+    assert "name = 'café'" in ingest.read_submission(tmp_path / "latin.py").units[0].source
+    assert ingest.read_submission(tmp_path / "bad.py").units[0].source == "x = '\ufffd'\n"
+
+
+def test_empty_cells_are_not_units_and_code_cells_are_capped(tmp_path: Path) -> None:
+    from grader.grading import ingest
+
+    few = json.loads(submissions.notebook_source())
+    n = len(few["cells"])
+    (tmp_path / "few.ipynb").write_text(_many_cells(3, " \n\t"))
+    units = ingest.read_submission(tmp_path / "few.ipynb").units
+    assert [u.label for u in units] == [f"cell {i}" for i in range(1, n + 1)]  # the blank cells n+1.. are not units
+    (tmp_path / "cap.ipynb").write_text(_many_cells(ingest.MAX_CODE_CELLS - n))
+    assert ingest.read_submission(tmp_path / "cap.ipynb").units == units  # at the cap: read
+    (tmp_path / "many.ipynb").write_text(_many_cells(ingest.MAX_CODE_CELLS - n + 1))
+    with pytest.raises(ingest.SubmissionError) as exc:
+        ingest.read_submission(tmp_path / "many.ipynb")
+    assert exc.value.kind == "too_large" and f"{ingest.MAX_CODE_CELLS + 1} code cells" in str(exc.value)
+
+
+def test_hashes_read_no_further_than_ingest_does(tmp_path: Path) -> None:
+    """A file past ingest's cap is hashed by its first bytes and its size: bytes beyond the cap (which nothing
+    reads) do not change the hash, its size does, and so does any byte within the cap. Sparse: no disk used."""
+    from grader.grading import ingest
+    from grader.grading.cases_key import content_digest
+
+    cap = ingest.MAX_NOTEBOOK_BYTES + 1  # ingest reads at most this much of a file (past it, it rejects)
+    sizes = {"a": cap + (8 << 20), "b": cap + (8 << 20), "c": cap + (8 << 20) + 1, "d": cap + (8 << 20)}
+    edits = {"b": cap + (4 << 20), "d": cap - 1}  # b: a byte past the cap; d: the last byte within it
+    for name, size in sizes.items():
+        (tmp_path / name).mkdir()
+        with open(tmp_path / name / "t.ipynb", "wb") as f:
+            f.truncate(size)
+            if name in edits:
+                f.seek(edits[name])
+                f.write(b"x")
+    for digest in (discovery.content_hash, content_digest):
+        for upload in ("", "t.ipynb"):  # a folder, and the file itself
+            h = {name: digest(tmp_path / name / upload) for name in sizes}
+            assert h["a"] == h["b"] and len({h["a"], h["c"], h["d"]}) == 3, (digest, upload)

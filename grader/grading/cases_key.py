@@ -20,18 +20,24 @@ import stat
 from pathlib import Path
 from typing import Any
 
+from grader.grading.ingest import MAX_NOTEBOOK_BYTES
+
 CHUNK = 1 << 20
 MAX_FILES = 10_000  # an upload's files hashed; past that, only their count is (the grader reads at most these)
+MAX_FILE_BYTES = MAX_NOTEBOOK_BYTES + 1  # of one file, at most what ingest ever reads; past that, only its size
+MAX_BYTES = 8 * MAX_FILE_BYTES  # of all files together; past that, their sizes only
 
 
 def content_digest(path: Path) -> bytes:
     """sha256 over the upload: a file's bytes, or, for a folder, every entry's relative path and kind, with each
-    regular file's bytes (symbolic links by their target's text, never followed)."""
+    regular file's bytes (symbolic links by their target's text, never followed). Of a file longer than ingest ever
+    reads, its first MAX_FILE_BYTES and its size (past MAX_BYTES in all, sizes only): a 4 GB sparse file (hidden,
+    never graded) costs no more than a 32 MiB one."""
     h = hashlib.sha256()
     if not path.is_dir():
         _file(h, path)
         return h.digest()
-    n = 0
+    n = used = 0
     for dirpath, dirnames, filenames in os.walk(path, followlinks=False):
         dirnames.sort()
         for name in sorted(filenames) + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]:
@@ -40,12 +46,14 @@ def content_digest(path: Path) -> bytes:
                 continue
             full = Path(dirpath, name)
             h.update(b"\0entry\0" + os.fsencode(full.relative_to(path)) + b"\0")
-            _file(h, full)
+            used += _file(h, full, min(MAX_FILE_BYTES, MAX_BYTES - used))
     h.update(b"\0count\0%d" % n)
     return h.digest()
 
 
-def _file(h: Any, path: Path) -> None:
+def _file(h: Any, path: Path, cap: int = MAX_FILE_BYTES) -> int:
+    """Feed one entry to h; the bytes read (at most cap)."""
+    read = 0
     try:
         st = path.lstat()
         if stat.S_ISLNK(st.st_mode):
@@ -54,12 +62,17 @@ def _file(h: Any, path: Path) -> None:
             fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
             with os.fdopen(fd, "rb") as f:
                 h.update(b"file\0")
-                while chunk := f.read(CHUNK):
+                size = os.fstat(f.fileno()).st_size
+                while read < cap and (chunk := f.read(min(CHUNK, cap - read))):
                     h.update(chunk)
+                    read += len(chunk)
+                if size > cap:  # the rest is never read, by the grader or here: its size stands for it
+                    h.update(b"\0size\0%d" % size)
         else:
             h.update(b"other\0")
     except OSError as exc:  # unreadable: the grader reports it; its name still counts
         h.update(b"unreadable\0" + str(exc.errno).encode())
+    return read
 
 
 def per_submission(secret: str, upload: Path) -> str:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import functools
+import io
 import json
 import os
 import re
 import stat
+import tokenize
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,7 +18,18 @@ from grader.registry import STEPS
 
 MAX_SOURCE_BYTES = 2 * 1024 * 1024  # code: a module, or a notebook's code cells together
 MAX_NOTEBOOK_BYTES = 32 * 1024 * 1024  # a notebook file, outputs included (they are never read)
+# code cells read from one notebook (empty ones included): an honest chapter has a few dozen; each becomes a unit
+# that the trusted side analyses, so a million empty cells would cost a minute of its CPU. The same bound as the
+# cell labels a worker may name in one load error (grader.sandbox.wire.MAX_CELLS, not imported: it pulls torch).
+MAX_CODE_CELLS = 4096
 MAGIC = re.compile(r"^\s*([%!]|\?\?|\w+\?$)")  # %magic, %%cell, !shell, obj?
+
+
+def shown(name: str) -> str:
+    """A name from the file system as text that can be written anywhere: bytes that are not UTF-8 (which Python
+    reads as lone surrogates, and which no writer can encode) shown as `\\xff`. Only for display: the real path is
+    what is opened."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 class SubmissionError(Exception):
@@ -55,7 +68,7 @@ class Submission:
 
     @property
     def name(self) -> str:
-        return self.path.name
+        return shown(self.path.name)
 
     def unit_for(self, step_file: str) -> str | None:
         """For a directory, the module that should define a step; one shared module otherwise."""
@@ -65,28 +78,40 @@ class Submission:
         return self.units[0].module if self.units else None
 
 
-def _read_text(path: Path, limit: int = MAX_SOURCE_BYTES) -> str:
+def _read_text(path: Path, limit: int = MAX_SOURCE_BYTES, python: bool = True) -> str:
     """A regular file's text, opened without following a symbolic link (a submission's link could point at
-    the reference or at any file the grader can read) and without blocking on a FIFO."""
+    the reference or at any file the grader can read) and without blocking on a FIFO. Python source is decoded
+    as Python decodes it (`python`); a notebook, which is JSON, as UTF-8."""
+    name = shown(path.name)
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
         if path.is_symlink():
             raise SubmissionError(_("{name} is a symbolic link: only regular files are read").format(
-                name=path.name)) from None
-        raise SubmissionError(_("{name} could not be read ({error})").format(name=path.name,
+                name=name)) from None
+        raise SubmissionError(_("{name} could not be read ({error})").format(name=name,
                                                                            error=exc.strerror)) from None
     with os.fdopen(fd, "rb") as f:
         st = os.fstat(f.fileno())
         if not stat.S_ISREG(st.st_mode):
-            raise SubmissionError(_("{name} is not a regular file").format(name=path.name))
+            raise SubmissionError(_("{name} is not a regular file").format(name=name))
         if st.st_size > limit:
             raise SubmissionError(_("{name} is {size} bytes; the limit is {limit}").format(
-                name=path.name, size=st.st_size, limit=limit), "too_large")
+                name=name, size=st.st_size, limit=limit), "too_large")
         data = f.read(limit + 1)
     if len(data) > limit:
-        raise SubmissionError(_("{name} is over {limit} bytes").format(name=path.name, limit=limit), "too_large")
-    return data.decode("utf-8", errors="replace")
+        raise SubmissionError(_("{name} is over {limit} bytes").format(name=name, limit=limit), "too_large")
+    return decode_source(data) if python else data.decode("utf-8", errors="replace")
+
+
+def decode_source(data: bytes) -> str:
+    """Python source as `python file.py` reads it: a UTF-8 BOM (Notepad, VS Code's "UTF-8 with BOM") dropped, a
+    PEP 263 coding cookie honoured; bytes that do not decode are replaced, as before, and left to the parser."""
+    try:
+        encoding, _lines = tokenize.detect_encoding(io.BytesIO(data).readline)
+        return data.decode(encoding)
+    except (SyntaxError, LookupError, UnicodeDecodeError):
+        return data.decode("utf-8", errors="replace")
 
 
 def _regular(path: Path) -> bool:
@@ -101,6 +126,10 @@ def notebook_units(text: str, module: str = "notebook") -> tuple[list[Unit], lis
     """Code cells of a notebook (nbformat 3 or 4, read through nbformat's own upgrade), with IPython magics
     and shell escapes commented out. Outputs are never looked at; the code alone is held to the size limit."""
     cells = _cells(text)
+    code = sum(1 for cell in cells if isinstance(cell, dict) and cell.get("cell_type") == "code")
+    if code > MAX_CODE_CELLS:  # before any cell is read: the cost is in the count, empty or not
+        raise SubmissionError(_("the notebook has {n} code cells; the limit is {limit}").format(
+            n=code, limit=MAX_CODE_CELLS), "too_large")
     units: list[Unit] = []
     notes: list[str] = []
     for i, cell in enumerate(cells, start=1):
@@ -111,6 +140,8 @@ def notebook_units(text: str, module: str = "notebook") -> tuple[list[Unit], lis
             src = "".join(src)
         elif not isinstance(src, str):
             raise SubmissionError(_("not a readable notebook: cell {i}'s source is not text").format(i=i))
+        if not src.strip():
+            continue  # an empty cell defines nothing: not a unit (labels keep the notebook's numbering)
         lines = src.splitlines()
         if lines and lines[0].lstrip().startswith("%%"):
             notes.append(_("cell {i}: cell magic {magic} skipped").format(i=i, magic=lines[0].split()[0]))
@@ -165,11 +196,11 @@ def _v4_cells(text: str) -> list | None:
 def read_submission(path: str | Path) -> Submission:
     p = Path(path)
     if p.is_symlink():
-        raise SubmissionError(_("{name} is a symbolic link: only regular files are read").format(name=p.name))
+        raise SubmissionError(_("{name} is a symbolic link: only regular files are read").format(name=shown(p.name)))
     if not p.exists():
-        raise SubmissionError(_("{path}: no such file or directory").format(path=p))
+        raise SubmissionError(_("{path}: no such file or directory").format(path=shown(str(p))))
     if p.is_dir():
-        notes = [_("{name} is a symbolic link or not a regular file: not read").format(name=f.name)
+        notes = [_("{name} is a symbolic link or not a regular file: not read").format(name=shown(f.name))
                  for f in sorted(p.glob("*.py")) if not _regular(f)]
         units = [Unit(s.id, s.file, _read_text(p / s.file)) for s in STEPS if _regular(p / s.file)]
         # helper modules the learner may import from their own files
@@ -179,8 +210,9 @@ def read_submission(path: str | Path) -> Submission:
                  and _regular(f)]
         return Submission(p, "dir", units + extra if units else [], notes)
     if p.suffix == ".py":
-        return Submission(p, "py", [Unit("submission", p.name, _read_text(p))])
+        return Submission(p, "py", [Unit("submission", shown(p.name), _read_text(p))])
     if p.suffix == ".ipynb":
-        units, notes = notebook_units(_read_text(p, MAX_NOTEBOOK_BYTES))
+        units, notes = notebook_units(_read_text(p, MAX_NOTEBOOK_BYTES, python=False))
         return Submission(p, "ipynb", units, notes)
-    raise SubmissionError(_("{name}: expected a directory, a .py file or a .ipynb notebook").format(name=p.name))
+    raise SubmissionError(_("{name}: expected a directory, a .py file or a .ipynb notebook").format(
+        name=shown(p.name)))

@@ -8,7 +8,11 @@ Rules (docs/design.md):
 - a workspace (a folder of step files like `exercises/`) is found at any depth; otherwise one notebook,
   else one module, else one archive; two candidates of the same kind are reported as ambiguous, not guessed;
 - archives are extracted under a budget shared by everything one student uploaded (nested archives
-  included), into a staging folder the batch removes at the end.
+  included), into a staging folder the batch removes at the end; any file-system error while extracting (a member
+  both a file and a folder, a name too long) rejects that one upload, never the class;
+- names are taken from the file system as bytes may be: what is shown (student, source, reasons) has bytes that are
+  not UTF-8 escaped (`\\xff`), while the real path is what is opened;
+- the batch's own output (OUT, or its `reports`/`feedback` when OUT is the class folder) is never a submission.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from grader.grading.ingest import MAX_NOTEBOOK_BYTES, shown
 from grader.i18n import _
 from grader.registry import STEPS
 
@@ -37,6 +42,8 @@ MAX_TOTAL_BYTES = 128 * 1024 * 1024
 MAX_RATIO = 200  # uncompressed / compressed, for archives that expand past 1 MiB
 MAX_ZIP_DEPTH = 2  # an LMS export may hold one zip per student, which may hold one more
 MAX_DEPTH = 6  # how deep a workspace or a notebook is looked for inside one upload
+OUTPUTS = ("reports", "feedback")  # the folders a batch writes into OUT (grader.instructor.batch)
+HASHED_BYTES = MAX_NOTEBOOK_BYTES + 1  # of a file, at most what ingest ever reads (past its cap, it rejects)
 
 # statuses of an entry that is not graded (and "graded"); the gradebook's status column
 GRADED = "graded"
@@ -145,7 +152,8 @@ def locate(folder: Path, staging: Path | None = None, budget: Budget | None = No
     items = list(walk(folder))
     links = [p for p, k in items if k == "link"]
     if links:
-        return Found(None, REJECTED, _("contains a symbolic link ({path})").format(path=links[0].relative_to(folder)))
+        return Found(None, REJECTED, _("contains a symbolic link ({path})").format(
+            path=shown(str(links[0].relative_to(folder)))))
     if is_workspace(folder):
         return Found(folder)
     dirs = [p for p, k in items if k == "dir" and is_workspace(p)]
@@ -154,20 +162,20 @@ def locate(folder: Path, staging: Path | None = None, budget: Budget | None = No
         shallow = [d for d in dirs if len(d.relative_to(folder).parts) == top]
         if len(shallow) > 1:
             return Found(None, AMBIGUOUS, _("several workspaces: {paths}").format(paths=", ".join(
-                str(d.relative_to(folder)) for d in shallow[:4])))
+                shown(str(d.relative_to(folder))) for d in shallow[:4])))
         return Found(shallow[0])
     files = [p for p, k in items if k == "file"]
     for suffix in (".ipynb", ".py", ".zip"):
         hits = [f for f in files if f.suffix.lower() == suffix]
         if len(hits) > 1:
             return Found(None, AMBIGUOUS, _("several {suffix} files: {paths}").format(suffix=suffix, paths=", ".join(
-                str(f.relative_to(folder)) for f in hits[:4])))
+                shown(str(f.relative_to(folder))) for f in hits[:4])))
         if hits and suffix != ".zip":
             return Found(hits[0])
         if hits:
             if staging is None:
                 return Found(None, REJECTED,
-                             _("an archive ({name}): upload its files instead").format(name=hits[0].name))
+                             _("an archive ({name}): upload its files instead").format(name=shown(hits[0].name)))
             return open_archive(hits[0], staging, budget or Budget(), depth)
     return Found(None, EMPTY, _("no .py or .ipynb file"))
 
@@ -176,7 +184,7 @@ def open_archive(archive: Path, staging: Path, budget: Budget, depth: int = 0) -
     """Extract one student's archive (within their budget) and locate the submission inside it."""
     if depth >= MAX_ZIP_DEPTH:
         return Found(None, REJECTED, _("an archive nested too deep"))
-    dest = staging / hashlib.sha256(str(archive).encode()).hexdigest()[:16]
+    dest = staging / hashlib.sha256(os.fsencode(archive)).hexdigest()[:16]
     shutil.rmtree(dest, ignore_errors=True)
     budget.staged.append(dest)
     try:
@@ -221,20 +229,23 @@ def _extract(zf: zipfile.ZipFile, dest: Path, budget: Budget) -> None:
             raise UnsafeArchive(_("member {name} is a symbolic link").format(name=repr(name)))
         if info.flag_bits & 0x1:
             raise UnsafeArchive(_("member {name} is encrypted").format(name=repr(name)))
-    root = dest.resolve()
-    dest.mkdir(parents=True, exist_ok=True)
+    try:
+        root = dest.resolve()
+        dest.mkdir(parents=True, exist_ok=True)
+    except (OSError, RuntimeError) as exc:
+        raise UnsafeArchive(_("could not be extracted ({error})").format(error=_why(exc))) from None
     total = 0
     for info in infos:
-        target = (dest / info.filename.replace("\\", "/")).resolve()
-        if root != target and root not in target.parents:
-            raise UnsafeArchive(_("member {name} points outside the archive (path traversal)").format(
-                name=repr(info.filename)))
-        if info.is_dir():
-            target.mkdir(parents=True, exist_ok=True)
-            continue
-        target.parent.mkdir(parents=True, exist_ok=True)
         written = 0
-        try:
+        try:  # every file-system call: a member that is both a file and a folder, a name too long, a full disk
+            target = (dest / info.filename.replace("\\", "/")).resolve()
+            if root != target and root not in target.parents:
+                raise UnsafeArchive(_("member {name} points outside the archive (path traversal)").format(
+                    name=repr(info.filename)))
+            if info.is_dir():
+                target.mkdir(parents=True, exist_ok=True)
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
             with zf.open(info) as src, open(target, "wb") as dst:
                 while chunk := src.read(1 << 16):
                     written += len(chunk)
@@ -251,8 +262,13 @@ def _extract(zf: zipfile.ZipFile, dest: Path, budget: Budget) -> None:
                             ratio=MAX_RATIO))
                     dst.write(chunk)
         except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError, RuntimeError) as exc:
-            raise UnsafeArchive(_("member {name} could not be read ({error})").format(
-                name=repr(info.filename), error=exc)) from None
+            raise UnsafeArchive(_("member {name} could not be extracted ({error})").format(
+                name=repr(info.filename[:100]), error=_why(exc))) from None
+
+
+def _why(exc: BaseException) -> str:
+    """An error in a few words, without the staging folder's path (which is the grader's, not the student's)."""
+    return (exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc))[:200]
 
 
 def read_fd(path: Path) -> int:
@@ -275,6 +291,7 @@ def unwrap(p: Path) -> Path:
 
 def upload(student: str, source: str, path: Path, staging: Path) -> Entry:
     """Exactly one entry for one student's upload (a folder, a file or an archive), named by the upload."""
+    student, source = shown(student), shown(source)
     k = kind(path)
     if k == "link":
         return Entry(student, source, rejected=_("is a symbolic link"), status=REJECTED)
@@ -290,9 +307,9 @@ def upload(student: str, source: str, path: Path, staging: Path) -> Entry:
         return Entry(student, source, rejected=found.reason, status=found.status)
     inner = source
     if path not in (found.path, *found.path.parents):  # inside an archive: name the member it found
-        inner = f"{source}/{found.path.name}" if kind(found.path) == "file" else source
+        inner = f"{source}/{shown(found.path.name)}" if kind(found.path) == "file" else source
     elif found.path != path:
-        inner = f"{source}/{found.path.relative_to(path)}"
+        inner = f"{source}/{shown(str(found.path.relative_to(path)))}"
     return Entry(student, inner, found.path)
 
 
@@ -301,15 +318,15 @@ def _export_members(archive: Path, staging: Path) -> list[Path] | None:
     students named by the LMS): its members, one per student. None when it is one student's archive."""
     if LMS_NAME.match(archive.name.rsplit(".", 1)[0] + "_"):
         return None  # named after its student: whatever is inside is theirs
-    dest = staging / ("export-" + hashlib.sha256(str(archive).encode()).hexdigest()[:16])
+    dest = staging / ("export-" + hashlib.sha256(os.fsencode(archive)).hexdigest()[:16])
     shutil.rmtree(dest, ignore_errors=True)
     try:
         safe_extract(archive, dest, Budget(total=8 * MAX_TOTAL_BYTES, members=8 * MAX_MEMBERS))
-    except UnsafeArchive:
+        inner = unwrap(dest)
+        kids = [c for c in sorted(inner.iterdir()) if c.name not in IGNORED_DIRS and not c.name.startswith(".")]
+    except (UnsafeArchive, OSError):
         shutil.rmtree(dest, ignore_errors=True)
-        return None  # reported as that upload's problem
-    inner = unwrap(dest)
-    kids = [c for c in sorted(inner.iterdir()) if c.name not in IGNORED_DIRS and not c.name.startswith(".")]
+        return None  # reported as that upload's problem (extracted again as one student's, and rejected)
     named = {student_name(c.name) for c in kids if LMS_NAME.match(c.name + "_")}
     if is_workspace(inner) or len(named) < 2:
         shutil.rmtree(dest, ignore_errors=True)
@@ -321,11 +338,15 @@ def discover(directory: str | Path, staging: str | Path) -> list[Entry]:
     """Every submission in DIR, one entry per upload: student folders, loose .py/.ipynb files, students'
     archives, and LMS class exports (one entry per student inside)."""
     root = Path(directory)
-    staging = Path(staging)
-    skip = {staging.resolve(), staging.resolve().parent}
+    real = root.resolve()
+    staging = Path(staging).resolve()
+    skip = {staging, staging.parent}  # the batch's OUT, when it is inside DIR
+    if staging.parent == real:  # OUT is DIR itself: what the batch wrote there is not a student
+        skip.update(real / name for name in OUTPUTS)
     out: list[Entry] = []
     for c in sorted(root.iterdir()):
-        if c.name in IGNORED_DIRS or c.name.startswith(".") or c.resolve() in skip:
+        # DIR's own entries, compared by name: resolve() on an entry would follow a link (or fail on a loop)
+        if c.name in IGNORED_DIRS or c.name.startswith(".") or real / c.name in skip:
             continue
         k = kind(c)
         suffix = c.suffix.lower()
@@ -353,22 +374,28 @@ def name_entries(entries: list[Entry]) -> None:
 
 def content_hash(path: Path) -> str:
     """What identifies a submission's content in the index (regular files only, read in chunks without
-    blocking: a huge file costs time, never memory)."""
+    blocking): of each file, at most what ingest ever reads, and the size of one longer (which ingest rejects),
+    so a huge or sparse file costs neither time nor memory and a change to it still changes the hash."""
     h = hashlib.sha256()
     if kind(path) == "dir":
         for f, k in sorted(walk(path)):
             if k != "file" or f.suffix not in SUFFIXES:
                 continue
-            h.update(str(f.relative_to(path)).encode() + b"\0")
+            h.update(os.fsencode(f.relative_to(path)) + b"\0")
             h.update(_feed(f, hashlib.sha256()).digest())
     else:
-        h.update(b"file:" + path.suffix.encode() + b"\0")
+        h.update(b"file:" + os.fsencode(path.suffix) + b"\0")
         _feed(path, h)
     return h.hexdigest()
 
 
 def _feed(path: Path, h: Any) -> Any:
     with open(read_fd(path), "rb") as f:
-        while chunk := f.read(1 << 20):
+        size = os.fstat(f.fileno()).st_size
+        left = HASHED_BYTES
+        while left > 0 and (chunk := f.read(min(1 << 20, left))):
             h.update(chunk)
+            left -= len(chunk)
+        if size > HASHED_BYTES:  # read no further (ingest will not): the size stands for the rest
+            h.update(b"\0size\0%d" % size)
     return h
