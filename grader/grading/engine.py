@@ -175,7 +175,7 @@ class Started:
     def __init__(self, path: str | Path, steps: Iterable[str] | None, lang: str, config: dict[str, Any] | None,
                  spawn: bool) -> None:
         self.step_list = [BY_ID[s] for s in steps] if steps else list(STEPS)
-        self.col = Collected(Path(path).name, self.step_list, lang)
+        self.col = Collected(ingest.shown(Path(path).name), self.step_list, lang)  # a non-UTF-8 name escaped
         self.sub: ingest.Submission | None = None
         self.units: list[tuple[str, str, str]] = []
         self.worker: Worker | None = None

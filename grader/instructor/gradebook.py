@@ -7,7 +7,6 @@ import csv
 import hashlib
 import io
 import json
-import os
 import re
 import sqlite3
 import time
@@ -16,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from grader import i18n
+from grader.files import write_atomic  # noqa: F401 - the batch writes its outputs through it
 from grader.i18n import N_, _
 from grader.instructor.discovery import Entry
 from grader.registry import STEPS
@@ -61,16 +61,6 @@ class Index:
         self.db.close()
 
 
-def write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8", newline="") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
 # ---------------------------------------------------------------- outputs
 
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
@@ -111,9 +101,10 @@ def gradebook_csv(entries: list[Entry], reports: dict[str, dict[str, Any] | None
             by = {s["id"]: s["score"] for s in r["steps"]}
             row = [e.student, e.source, *[_num(by.get(s.id, 0)) for s in columns], _num(r["score"]),
                    _num(r["max_score"]), e.status or "graded", ""]
-        else:
-            row = [e.student, e.source, *["" for _ in columns], 0, _num(max_total) if max_total != "" else "",
-                   e.status or "error", e.rejected]
+        else:  # not graded: 0 where the upload is at fault (empty, unreadable, ...), no total where the grader is
+            status = e.status or "error"
+            row = [e.student, e.source, *["" for _ in columns], "" if status == "error" else 0,
+                   _num(max_total) if max_total != "" else "", status, e.rejected]
         w.writerow([csv_cell(c) for c in row])
     return buf.getvalue()
 
