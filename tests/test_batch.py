@@ -138,12 +138,13 @@ def test_resume_writes_the_report_of_a_late_copy(klass: Path, tmp_path: Path,
     assert reports["late.json"]["steps"] == reports["student000.json"]["steps"]
 
 
-# the book's code, then a cell whose attention_scores raises a message holding a lone surrogate, and a layer with a
-# child so named: no UTF-8 writer can encode such text (red team 8, finding 1)
+# the book's code, then a cell whose attention_scores raises a message holding a lone surrogate, a layer with a
+# child so named, and a magic line holding one (quoted in a note): no UTF-8 writer can encode such text (red team 8,
+# finding 1)
 SURROGATE_CELLS = ['def attention_scores(inputs, query):\n    raise ValueError("\\udcff")\n',
                    "_v1_init = SelfAttention_v1.__init__\n\n\ndef _init(self, d_in, d_out):\n"
                    "    _v1_init(self, d_in, d_out)\n    setattr(self, '\\udcfe', torch.nn.Linear(2, 2))\n\n\n"
-                   "SelfAttention_v1.__init__ = _init\n"]
+                   "SelfAttention_v1.__init__ = _init\n", "%time \udcfd\n"]
 
 
 def _surrogate_notebook(path: Path) -> Path:
@@ -175,10 +176,21 @@ def test_a_lone_surrogate_in_one_students_error_costs_no_classmate(klass: Path, 
     proc = _run(["batch", str(d), "--out", str(out), "--jobs", "1"])
     assert proc.returncode == 0, proc.stderr + proc.stdout
     reports = _reports(out)
-    _says_what_was_raised(reports.pop("aaron.json"))
+    aaron = reports.pop("aaron.json")
+    _says_what_was_raised(aaron)
+    assert aaron["notes"] == ["cell 4: `%time \ufffd` removed (magics and shell escapes do not run here)"]
     assert reports == _reports(full_out)
     rows = list(csv.DictReader(io.StringIO((out / "gradebook.csv").read_text(encoding="utf-8"))))
     assert {r["status"] for r in rows} == {"graded"} and len(rows) == 9
+
+
+def test_a_report_that_cannot_be_encoded_is_that_submissions_error() -> None:
+    """A grading process encodes its chunk's results before it sends them: a report json refuses (a NaN score would
+    be a grader bug) is that submission's error, and the rest of the chunk still arrives, never a lost peer."""
+    good = {"score": 1.0, "message": "fine \udcff"}
+    sent = json.loads(batch._reply([(0, good, "", 1.0), (1, {"score": float("nan")}, "", 2.0)]))
+    assert sent[0] == [0, {"score": 1.0, "message": "fine \ufffd"}, "", 1.0]
+    assert sent[1][:2] == [1, None] and sent[1][2].startswith("the report could not be encoded: ValueError")
 
 
 def test_grade_writes_a_lone_surrogate_as_valid_json(tmp_path: Path) -> None:

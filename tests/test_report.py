@@ -38,3 +38,5 @@ def test_clean_drops_every_control_and_replaces_every_lone_surrogate() -> None:
     assert out == "".join(expected)
     assert clean("ValueError: \udcff \x1b]0;T\x07 \x9b31m \u202eevil\u200f") == "ValueError: \ufffd ]0;T 31m evil"
     assert clean("x" * 700) == "x" * 599 + "…"
+    assert Report("x.py", [], notes=["cell 2: `%time \x1b]0;T\x07\udcff` removed"]).notes == [
+        "cell 2: `%time ]0;T\ufffd` removed"]  # a note may quote a notebook's magic line

@@ -71,6 +71,10 @@ class Report:
     # [{"where", "what"}]: code that studies the grader (grader/grading/flags.py), for a human to look at; no score
     flags: list[dict[str, str]] = field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        # a note may quote the learner's text (a notebook's magic line): cleaned like every message
+        self.notes = [clean(n) for n in self.notes]
+
     @property
     def score(self) -> float:
         return round(sum(s.score for s in self.steps), 4)

@@ -26,6 +26,7 @@ import collections
 import contextlib
 import json
 import os
+import re
 import selectors
 import shutil
 import signal
@@ -77,12 +78,21 @@ GRADING_ENTRY = f"{__name__}:grading_process"  # what the zygote runs in a gradi
 _MAX_MESSAGE = 256 * 1024 * 1024  # a chunk's reports
 # the other end is gone, or what it sent is garbled (not JSON, not UTF-8); never a failure to encode our own message
 _LOST = (EOFError, OSError, ChannelError, json.JSONDecodeError, UnicodeDecodeError)
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
 def _encode(obj: Any) -> bytes:
-    """ASCII JSON: a lone surrogate (a file name decoded with surrogateescape, say) travels as an escape and comes
-    back as it was, where UTF-8 could not encode it at all."""
+    """What the coordinating process sends, as ASCII JSON: a lone surrogate (a file name decoded with
+    surrogateescape) travels as an escape and arrives as it was, so the grading process opens that very file."""
     return json.dumps(obj, ensure_ascii=True, allow_nan=False).encode()
+
+
+def _encode_results(obj: Any) -> bytes:
+    """What a grading process sends back, as UTF-8 JSON with every lone surrogate made U+FFFD: learner text that
+    reached a report without report.clean (a notebook's magic line quoted in a note) could otherwise not be
+    written by the coordinating process (a report file, the index) and would stop the whole batch."""
+    text = json.dumps(obj, ensure_ascii=False, allow_nan=False)
+    return (text if text.isascii() else _SURROGATE.sub("\ufffd", text)).encode()
 
 
 def _send(sock: socket.socket, obj: Any) -> None:
@@ -110,7 +120,7 @@ def grading_process(fd: int) -> None:
             try:
                 reply = _reply(_grade_chunk(chunk))
             except WeakSandbox as exc:  # instructor grading on a machine without the layers it needs
-                reply = _encode({"weak_sandbox": str(exc)})
+                reply = _encode_results({"weak_sandbox": str(exc)})
             send_msg(sock, reply)
     except _LOST:
         return  # the batch is over (or gone)
@@ -120,17 +130,17 @@ def _reply(results: list[tuple[int, dict[str, Any] | None, str, float]]) -> byte
     """The chunk's results, encoded here rather than on sending, so that a report that json cannot encode (a NaN
     score: a grader bug) is that one submission's error, never taken for a lost peer that costs the whole chunk."""
     try:
-        return _encode(results)
+        return _encode_results(results)
     except (TypeError, ValueError):
         pass
     out = []
     for i, report, err, secs in results:
         try:
-            _encode(report)
+            _encode_results(report)
             out.append((i, report, err, secs))
         except (TypeError, ValueError) as exc:
             out.append((i, None, f"the report could not be encoded: {type(exc).__name__}: {exc}", secs))
-    return _encode(out)
+    return _encode_results(out)
 
 
 GRADING_MEMORY = 4 * 1024**3  # address space a grading process may add to what it inherited
