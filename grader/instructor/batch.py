@@ -40,6 +40,8 @@ from pathlib import Path
 from typing import Any
 
 from grader import i18n
+from grader.files import write_atomic
+from grader.grading.report import clean
 from grader.i18n import N_, _
 from grader.instructor.discovery import (
     EMPTY,
@@ -60,7 +62,6 @@ from grader.instructor.gradebook import (
     gradebook_csv,
     result_key,
     secret_hash,
-    write_atomic,
 )
 from grader.sandbox.framing import ChannelError, recv_msg, send_msg
 from grader.settings import DEFAULT_TIMEOUT, grader_version, resolve_secret
@@ -555,7 +556,8 @@ def write_outputs(entries: list[Entry], reports: dict[str, dict[str, Any] | None
 
 
 def _labelled(e: Entry, report: dict[str, Any]) -> dict[str, Any]:
-    return {**report, "submission": e.source, "student": e.student}
+    """The report as the class knows it: names from the upload, without their control characters."""
+    return {**report, "submission": clean(e.source), "student": clean(e.student)}
 
 
 def _write_report(out: Path, e: Entry, report: dict[str, Any]) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from grader import i18n
-from grader.files import write_atomic  # noqa: F401 - the batch writes its outputs through it
+from grader.grading.report import clean
 from grader.i18n import N_, _
 from grader.instructor.discovery import Entry
 from grader.registry import STEPS
@@ -114,9 +114,10 @@ def _num(x: float) -> Any:
 
 
 def feedback_text(student: str, report: dict[str, Any] | None, reason: str = "", lang: str = "en") -> str:
-    """Plain-language feedback for one student, in `lang`."""
+    """Plain-language feedback for one student, in `lang`. The name and the reason come from file names a student
+    chose: their control characters go (`cat feedback/*.txt` must not act on an escape sequence)."""
     with i18n.using(lang):
-        return _feedback_text(student, report, reason)
+        return _feedback_text(clean(student), report, clean(reason))
 
 
 def _feedback_text(student: str, report: dict[str, Any] | None, reason: str) -> str:
@@ -126,7 +127,7 @@ def _feedback_text(student: str, report: dict[str, Any] | None, reason: str) -> 
                 + _("Your submission could not be graded: {reason}").format(reason=reason) + "\n"
                 + _("Please resubmit a .py file, a notebook (.ipynb) or a folder like exercises/.") + "\n")
     lines = [_("Feedback for {student}").format(student=student),
-             _("Submission: {name}").format(name=report["submission"]),
+             _("Submission: {name}").format(name=clean(report["submission"])),
              _("Score: {score:g} out of {max_score:g}").format(score=report["score"], max_score=report["max_score"]),
              ""]
     words = {"passed": N_("passed, well done"), "partial": N_("partly right"), "failed": N_("not right yet"),
