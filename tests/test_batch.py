@@ -356,31 +356,44 @@ def _grading_processes() -> list[int]:
     return pids
 
 
-def test_a_grading_process_that_dies_is_retried(tmp_path: Path) -> None:
-    """SIGKILL takes a trusted grading process mid-chunk (as the OOM killer would): the batch replaces it,
-    retries its chunk and still ends with one record each."""
+def _slow_class(tmp_path: Path) -> Path:
+    """Four distinct submissions (identical files share a job) whose steps take a while: a grading process is
+    seen busy with its chunk."""
     klass = tmp_path / "class"
     klass.mkdir()
     solution = "\n".join((ROOT / "solutions" / f).read_text() for f in ("dot_scores.py", "softmax.py"))
     slow = "import time\n" + solution.replace("    return attn_scores", "    time.sleep(0.2)\n    return attn_scores")
     assert slow != "import time\n" + solution
-    for name in ("ann", "bob", "cat", "dan"):  # distinct: identical files share a job
+    for name in ("ann", "bob", "cat", "dan"):
         (klass / f"{name}.py").write_text(f"{slow}\n# {name}\n")
-    killed: list[int] = []
+    return klass
 
-    def kill_one() -> None:
-        deadline = time.monotonic() + 60
-        while not killed and time.monotonic() < deadline:
-            pids = _grading_processes()
+
+def _killer(n: int, killed: list[int], seconds: float) -> threading.Thread:
+    """A thread that SIGKILLs the first `n` grading processes it sees busy (as the OOM killer would), each once."""
+
+    def run() -> None:
+        deadline = time.monotonic() + seconds
+        while len(killed) < n and time.monotonic() < deadline:
+            pids = [p for p in _grading_processes() if p not in killed]
             if pids:
-                time.sleep(0.3)  # let it take a chunk
+                time.sleep(0.3)  # it has its chunk (sent as it starts) and is busy with it
                 if pids[0] in _grading_processes():  # still ours (not gone, its pid not reused meanwhile)
                     os.kill(pids[0], signal.SIGKILL)
                     killed.append(pids[0])
             time.sleep(0.02)
 
-    killer = threading.Thread(target=kill_one)
-    killer.start()
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread
+
+
+def test_a_grading_process_that_dies_is_retried(tmp_path: Path) -> None:
+    """SIGKILL takes a trusted grading process mid-chunk (as the OOM killer would): the batch replaces it,
+    retries its chunk and still ends with one record each."""
+    klass = _slow_class(tmp_path)
+    killed: list[int] = []
+    killer = _killer(1, killed, 60)
     result = batch.run_batch(directory=klass, out=tmp_path / "out", jobs=2)
     killer.join()
     assert killed, "no grading process was seen"
@@ -397,29 +410,10 @@ def test_a_chunk_whose_grading_process_dies_twice_is_tried_one_by_one(tmp_path: 
     message once did): the chunk's submissions are then tried one at a time, so that it costs that submission,
     not its classmates. Two SIGKILLs stand for it here: the first two grading processes die holding the first
     chunk (two submissions, with one job), and every submission still gets its report."""
-    klass = tmp_path / "class"
-    klass.mkdir()
-    solution = "\n".join((ROOT / "solutions" / f).read_text() for f in ("dot_scores.py", "softmax.py"))
-    slow = "import time\n" + solution.replace("    return attn_scores", "    time.sleep(0.2)\n    return attn_scores")
-    assert slow != "import time\n" + solution
-    for name in ("ann", "bob", "cat", "dan"):  # distinct: identical files share a job
-        (klass / f"{name}.py").write_text(f"{slow}\n# {name}\n")
+    klass = _slow_class(tmp_path)
     assert len(batch._chunks([(i, "") for i in range(4)], 1)[0]) == 2
     killed: list[int] = []
-
-    def kill_two() -> None:
-        deadline = time.monotonic() + 120
-        while len(killed) < 2 and time.monotonic() < deadline:
-            pids = [p for p in _grading_processes() if p not in killed]
-            if pids:
-                time.sleep(0.3)  # it has its chunk (sent as it starts) and is busy with it
-                if pids[0] in _grading_processes():
-                    os.kill(pids[0], signal.SIGKILL)
-                    killed.append(pids[0])
-            time.sleep(0.02)
-
-    killer = threading.Thread(target=kill_two)
-    killer.start()
+    killer = _killer(2, killed, 120)
     result = batch.run_batch(directory=klass, out=tmp_path / "out", jobs=1)
     killer.join()
     assert len(killed) == 2, killed
