@@ -438,3 +438,88 @@ def test_hashes_read_no_further_than_ingest_does(tmp_path: Path) -> None:
         for upload in ("", "t.ipynb"):  # a folder, and the file itself
             h = {name: digest(tmp_path / name / upload) for name in sizes}
             assert h["a"] == h["b"] and len({h["a"], h["c"], h["d"]}) == 3, (digest, upload)
+
+
+# ---------------------------------------------------------------- whose row is whose (red team 9: findings 4, 5)
+
+
+def _batch_rows(d: Path, out: Path) -> dict[str, dict[str, str]]:
+    proc = _run(["batch", str(d), "--out", str(out), "--jobs", "1", "--step", "all_tokens"])
+    assert proc.returncode in (0, 1) and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    return _rows(out)
+
+
+def test_a_students_zip_of_lms_named_files_is_her_one_upload_never_classmates_rows(tmp_path: Path) -> None:
+    """mallory.zip holds files named as an LMS names its students' uploads: it once passed for a class export and
+    gave rows to alice and bob (as `alice (2)`, `bob (2)`) and zoe (who sorts after her: the fake took `zoe`, the
+    real one `zoe (2)`), and none to mallory. A zip is an export only when it is the class folder's one upload or
+    its own name says so; hers is one student's upload, and ambiguous."""
+    d = tmp_path / "class"
+    d.mkdir()
+    book = BOOK.read_bytes()
+    (d / "alice.py").write_bytes(book)
+    (d / "bob.py").write_bytes(b"x = 1\n")
+    (d / "zoe.py").write_bytes(book)
+    _zip(d / "mallory.zip", {"alice_1_2_x.py": b"x = 1\n", "bob_1_2_x.py": book, "zoe_1_2_x.py": b"x = 2\n"})
+    rows = _batch_rows(d, tmp_path / "out")
+    assert {k: (r["submission"], r["status"]) for k, r in rows.items()} == {
+        "alice": ("alice.py", "graded"), "bob": ("bob.py", "graded"), "zoe": ("zoe.py", "graded"),
+        "mallory": ("mallory.zip", "ambiguous")}
+    assert rows["alice"]["total"] == rows["alice"]["max_score"] == rows["zoe"]["total"] == "5"
+    assert rows["bob"]["total"] == rows["mallory"]["total"] == "0"
+    assert rows["mallory"]["reason"] == "several .py files: alice_1_2_x.py, bob_1_2_x.py, zoe_1_2_x.py"
+
+
+def test_what_makes_a_zip_a_class_export(tmp_path: Path) -> None:
+    """The class folder's one upload, or a zip named as an export (Canvas's submissions.zip, Blackboard's
+    gradebook_...): one entry per student inside. The same Moodle export beside a student's file is an upload."""
+    members = {"Gina Lee_777_assignsubmission_file_/ch3.ipynb": b"{}",
+               "Hal Kim_778_assignsubmission_file_/ch3.ipynb": b"{}"}
+    for n, names in enumerate([["CS101-Attention-4242.zip"], ["submissions.zip", "amy.py"],
+                               ["gradebook_CS101_Attention_2026-12-01-10-00-00.zip", "amy.py"]]):
+        d = tmp_path / str(n)
+        d.mkdir()
+        _zip(d / names[0], members)
+        for name in names[1:]:
+            (d / name).write_text("x = 1\n")
+        found = {e.student: e.source for e in discovery.discover(d, tmp_path / f"out{n}" / ".staging")}
+        assert found == {"Gina Lee": f"{names[0]}/Gina Lee_777_assignsubmission_file_/ch3.ipynb",
+                         "Hal Kim": f"{names[0]}/Hal Kim_778_assignsubmission_file_/ch3.ipynb",
+                         **{name[:-3]: name for name in names[1:]}}, names
+    d = tmp_path / "mixed"
+    d.mkdir()
+    _zip(d / "CS101-Attention-4242.zip", members)
+    (d / "amy.py").write_text("x = 1\n")
+    found = {e.student: e.status for e in discovery.discover(d, tmp_path / "out" / ".staging")}
+    assert found == {"amy": "", "CS101-Attention-4242": "ambiguous"}
+
+
+def test_every_row_has_its_own_student_name(tmp_path: Path) -> None:
+    """`bob (2).py`, `bob.ipynb` and `bob.py` (and `Bob.py`): a second bob once became `bob (2)` too, two rows of
+    one name. Each row's name is unique, case aside, and its feedback and report files carry the same suffix. A
+    real `bob (2)` keeps the name even when it is found after the repeated bobs (inside an export)."""
+    d = tmp_path / "class"
+    d.mkdir()
+    (d / "bob (2).py").write_bytes(BOOK.read_bytes())
+    (d / "bob.ipynb").write_text(submissions.notebook_source())
+    (d / "bob.py").write_bytes(b"x = 1\n")
+    (d / "Bob.py").write_bytes(b"x = 2\n")  # case differs only: an LMS import may not tell them apart
+    out = tmp_path / "out"
+    rows = _batch_rows(d, out)
+    assert {k: r["submission"] for k, r in rows.items()} == {
+        "Bob": "Bob.py", "bob (2)": "bob (2).py", "bob (3)": "bob.ipynb", "bob (4)": "bob.py"}
+    assert rows["bob (2)"]["total"] == rows["bob (3)"]["total"] == "5" and rows["bob (4)"]["total"] == "0"
+    reports = {p.name: json.loads(p.read_text(encoding="utf-8")) for p in (out / "reports").glob("*.json")}
+    assert {name: (r["student"], r["submission"]) for name, r in reports.items()} == {
+        "Bob.json": ("Bob", "Bob.py"), "bob _2_.json": ("bob (2)", "bob (2).py"),
+        "bob (3).json": ("bob (3)", "bob.ipynb"), "bob (4).json": ("bob (4)", "bob.py")}
+    assert sorted(p.name for p in (out / "feedback").iterdir()) == [
+        "Bob.txt", "bob (3).txt", "bob (4).txt", "bob _2_.txt"]
+    later = tmp_path / "later"
+    later.mkdir()
+    (later / "bob.ipynb").write_text("{}")
+    (later / "bob.py").write_text("x = 1\n")
+    _zip(later / "submissions.zip", {"bob (2)_1_2_x.py": b"x = 1\n", "amy_3_4_x.py": b"x = 1\n"})
+    assert {e.student: e.source for e in discovery.discover(later, tmp_path / "out2" / ".staging")} == {
+        "bob": "bob.ipynb", "bob (3)": "bob.py", "amy": "submissions.zip/amy_3_4_x.py",
+        "bob (2)": "submissions.zip/bob (2)_1_2_x.py"}

@@ -5,6 +5,12 @@ Rules (docs/design.md):
   (lstat, never stat), so nothing in a class folder can block or redirect discovery;
 - a student's identity comes from the upload's own name (their folder, their file, their archive, or the
   member of a class export that is theirs), never from a name inside their upload;
+- a zip is a class export (split into one entry per student inside) only when the instructor made it one: it is
+  DIR's one upload, or its own name is an export's (`submissions.zip`, `gradebook_...`, `canvas_export.zip`), and
+  it is not named like one student's upload (`smithalice_1_2_x.zip`), and it holds two or more LMS-named
+  uploads; any other zip is one student's upload, so a student's zip never gives rows under classmates' names;
+- every entry's student name is unique (case aside): a repeated name gets ` (n)`, n the first that no other
+  upload's name is (a student may be called `bob (2)`), and its reports and feedback files follow;
 - a workspace (a folder of step files like `exercises/`) is found at any depth; otherwise one notebook,
   else one module, else one archive; two candidates of the same kind are reported as ambiguous, not guessed;
 - archives are extracted under a budget shared by everything one student uploaded (nested archives
@@ -23,7 +29,6 @@ import re
 import shutil
 import stat
 import zipfile
-from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -95,6 +100,10 @@ class Budget:
 
 
 LMS_NAME = re.compile(r"^(.+?)_(?:late_|LATE_)?\d+_")
+# an export's own name: Canvas's and Gradescope's submissions.zip, Blackboard's gradebook_COURSE_..., or what an
+# instructor calls one (canvas_export.zip, moodle.zip); words that are nobody's name
+EXPORT_NAME = re.compile(r"(?:^|[^a-z])(?:exports?|submissions|gradebook|canvas|moodle|blackboard|gradescope)"
+                         r"(?:[^a-z]|$)")
 
 
 def student_name(name: str) -> str:
@@ -313,11 +322,15 @@ def upload(student: str, source: str, path: Path, staging: Path) -> Entry:
     return Entry(student, inner, found.path)
 
 
-def _export_members(archive: Path, staging: Path) -> list[Path] | None:
-    """A class export (an archive not named like one student's upload, holding the uploads of two or more
-    students named by the LMS): its members, one per student. None when it is one student's archive."""
-    if LMS_NAME.match(archive.name.rsplit(".", 1)[0] + "_"):
+def _export_members(archive: Path, staging: Path, alone: bool) -> list[Path] | None:
+    """A class export (DIR's one upload, `alone`, or named as an export; not named like one student's upload;
+    holding the uploads of two or more students named by the LMS): its members, one per student. None when it is
+    one student's archive: what a student names her zip, and puts in it, never makes rows for her classmates."""
+    stem = archive.name.rsplit(".", 1)[0]
+    if LMS_NAME.match(stem + "_"):
         return None  # named after its student: whatever is inside is theirs
+    if not alone and not EXPORT_NAME.search(stem.lower()):
+        return None  # beside other uploads, a zip named like a person (mallory.zip) is that person's
     dest = staging / ("export-" + hashlib.sha256(os.fsencode(archive)).hexdigest()[:16])
     shutil.rmtree(dest, ignore_errors=True)
     try:
@@ -343,16 +356,11 @@ def discover(directory: str | Path, staging: str | Path) -> list[Entry]:
     skip = {staging, staging.parent}  # the batch's OUT, when it is inside DIR
     if staging.parent == real:  # OUT is DIR itself: what the batch wrote there is not a student
         skip.update(real / name for name in OUTPUTS)
+    uploads = [c for c in sorted(root.iterdir()) if _is_upload(c, real, skip)]
     out: list[Entry] = []
-    for c in sorted(root.iterdir()):
-        # DIR's own entries, compared by name: resolve() on an entry would follow a link (or fail on a loop)
-        if c.name in IGNORED_DIRS or c.name.startswith(".") or real / c.name in skip:
-            continue
-        k = kind(c)
-        suffix = c.suffix.lower()
-        if k in ("file", "other") and suffix not in (*SUFFIXES, ".zip"):
-            continue  # notes.txt, a stray socket: not an upload
-        if k == "file" and suffix == ".zip" and (members := _export_members(c, staging)) is not None:
+    for c in uploads:
+        if kind(c) == "file" and c.suffix.lower() == ".zip" and (
+                members := _export_members(c, staging, alone=len(uploads) == 1)) is not None:
             for m in members:
                 out.append(upload(student_name(m.name), f"{c.name}/{m.name}", m, staging))
             continue
@@ -361,15 +369,35 @@ def discover(directory: str | Path, staging: str | Path) -> list[Entry]:
     return out
 
 
+def _is_upload(c: Path, real: Path, skip: set[Path]) -> bool:
+    # DIR's own entries, compared by name: resolve() on an entry would follow a link (or fail on a loop)
+    if c.name in IGNORED_DIRS or c.name.startswith(".") or real / c.name in skip:
+        return False
+    # notes.txt, a stray socket: not an upload; a folder or a link of any name is one
+    return kind(c) not in ("file", "other") or c.suffix.lower() in (*SUFFIXES, ".zip")
+
+
 def name_entries(entries: list[Entry]) -> None:
-    seen: Counter[str] = Counter()
+    """A unique student name (case aside: an LMS import may ignore it) and slug for every entry. A repeated name
+    gets ` (n)`, n the first that leaves both unique: not only among the same name's repeats but among every
+    upload's own name (`bob (2).py` is somebody's), so two rows never share a name. The slug (reports/feedback
+    file names) carries the same n, so `bob (3)`'s feedback is `bob (3).txt`; a slug's base has no parentheses,
+    so a suffixed slug never meets a plain one."""
+    names = {e.student.casefold() for e in entries}
+    used: set[str] = set()
+    slugs: set[str] = set()
     for e in entries:
-        base = slugify(e.student)
-        seen[base.lower()] += 1
-        n = seen[base.lower()]
-        e.slug = base if n == 1 else f"{base} ({n})"
-        if n > 1:
-            e.student = f"{e.student} ({n})"
+        base, n = slugify(e.student), 1
+        while True:
+            student = e.student if n == 1 else f"{e.student} ({n})"
+            slug = base if n == 1 else f"{base} ({n})"
+            if (n == 1 or student.casefold() not in names) and student.casefold() not in used \
+                    and slug.casefold() not in slugs:
+                break
+            n += 1
+        e.student, e.slug = student, slug
+        used.add(student.casefold())
+        slugs.add(slug.casefold())
 
 
 def content_hash(path: Path) -> str:
