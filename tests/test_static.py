@@ -270,6 +270,14 @@ REBINDINGS = {  # each rebinds all_tokens.all_attention_scores where a reading o
     "setattr_frame_jump": "def tracer(frame, event, arg):\n    setattr(frame, 'f_lineno', 3)\n",
     "getattr_settrace": "import sys\ngetattr(sys, 'settrace')(None)\n",
     "sys_monitoring": "import sys\nsys.monitoring.use_tool_id(0, 'x')\n",
+    # a builtin called under another name, and library calls that write a namespace for the caller (red team 9)
+    "setattr_alias": "import all_tokens\n_s = setattr\n_s(all_tokens, 'all_attention_scores', _loopy)\n",
+    "exec_alias": "_x = exec\n_x('import all_tokens; all_tokens.all_attention_scores = _loopy')\n",
+    "map_exec": "list(map(exec, ['import all_tokens']))\n",
+    "update_wrapper": "import functools, types, all_tokens\nfunctools.update_wrapper(all_tokens, "
+                      "types.SimpleNamespace(all_attention_scores=_loopy), assigned=())\n",
+    "wraps_imported": "from functools import wraps\n",
+    "mock_patch": "from unittest import mock\nmock.patch('all_tokens.all_attention_scores', _loopy).start()\n",
 }
 
 
@@ -312,6 +320,15 @@ HIDDEN = {  # each left all_attention_scores bound to _loopy at run time while t
     "match_capture": {"all_tokens": VECTORISED + _LOOPING + "match _loopy:\n    case all_attention_scores:\n"
                                                             "        pass\n"},
     "walrus": {"all_tokens": VECTORISED + _LOOPING + "(all_attention_scores := _loopy)\n"},
+    # the parts of a def or class that run at module level (red team 9)
+    "walrus_in_a_default": {"all_tokens": VECTORISED + _LOOPING + "def _u(x=(all_attention_scores := _loopy)):\n"
+                                                                  "    pass\n"},
+    "walrus_in_a_decorator": {"all_tokens": VECTORISED + _LOOPING + "@(lambda g: g)\ndef _u(*, y=(all_attention_"
+                                                                    "scores := _loopy)):\n    pass\n"},
+    "walrus_in_an_annotation": {"all_tokens": VECTORISED + _LOOPING + "def _u(x: (all_attention_scores := _loopy)):"
+                                                                      "\n    pass\n"},
+    "walrus_in_a_class_base": {"all_tokens": VECTORISED + _LOOPING + "class _C((all_attention_scores := _loopy) "
+                                                                     "and object):\n    pass\n"},
     "global_in_a_function": {"all_tokens": VECTORISED + _LOOPING + "def _i():\n    global all_attention_scores\n"
                                                                    "    all_attention_scores = _loopy\n_i()\n"},
     "if_else": {"all_tokens": _LOOPING + "if True:\n    all_attention_scores = _loopy\nelse:\n"
@@ -389,38 +406,25 @@ def _cells(*cells: str) -> Submission:
                                                  for i, c in enumerate(cells, start=1)])
 
 
-def test_a_cell_the_worker_ran_to_its_end_replaces_what_came_before() -> None:
+def test_a_rewrite_in_a_later_cell_is_not_taken_on_trust_and_the_learner_is_told() -> None:
     """The book computes all scores with two loops first, then with `inputs @ inputs.T`: a learner who follows it
-    in a notebook redefines the function in a later cell. From the text alone that cell may have stopped before
-    its def (every cell counts as one that may raise); once the worker says it ran to its end, its def is what
-    runs. A cell that did raise still leaves either binding possible."""
-    sub = _cells(BOOK_LOOPS, VECTORISED)
-    assert static.analyse(sub)["loops"]["all_attention_scores"]
-    assert static.analyse(sub, frozenset({"cell 1", "cell 2"}))["loops"]["all_attention_scores"] == []
-    assert static.analyse(sub, frozenset({"cell 1"}))["loops"]["all_attention_scores"]
-    # a binding inside the completed cell that may not run (a branch) still leaves either value
-    branchy = _cells(BOOK_LOOPS, "import random\nif random.random() < 2:\n" + textwrap.indent(VECTORISED, "    "))
-    assert static.analyse(branchy, frozenset({"cell 1", "cell 2"}))["loops"]["all_attention_scores"]
+    in a notebook redefines the function in a later cell. Any cell may stop before its def, and whether it did
+    only the worker knows, whose records the learner's code can rewrite (red team 9 forged them without a name
+    the grader looks for): so the loops count, and the report names both cells and says what to do."""
+    found = static.analyse(_cells(BOOK_LOOPS, VECTORISED))
+    assert found["loops"]["all_attention_scores"]
+    assert found["rebound"] == {"all_attention_scores": ["cell 1", "cell 2"]}
+    assert static.analyse(_cells(BOOK_LOOPS))["rebound"] == {}  # defined once: nothing to say
 
 
-@pytest.mark.parametrize(("second", "full"), [(VECTORISED, True), ("1 / 0\n" + VECTORISED, False),
-                                              (VECTORISED + "\n1 / 0\n", False)])
-def test_a_rewritten_notebook_is_graded_by_what_ran(tmp_path: Path, second: str, full: bool) -> None:
-    """End to end, with a real worker: the loop version in cell 1 and a vectorised rewrite in cell 2 earn step 4's
-    loop point once cell 2 ran to its end, and not where it raised (before its def: the loops run; after it: the
-    grader cannot tell, so it does not vouch)."""
-    import json
-
+def test_a_rewritten_notebook_says_to_delete_the_version_with_loops(tmp_path: Path) -> None:
     from grader.grading import engine
 
-    nb = tmp_path / "rewritten.ipynb"
-    nb.write_text(json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
-        {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": textwrap.dedent(c)}
-        for c in (BOOK_LOOPS + VECTORISED.split("    return inputs @ inputs.T\n")[1], second)]}))
+    nb = _notebook(tmp_path / "rewritten.ipynb", BOOK_LOOPS + _REST, VECTORISED)
     step = engine.grade(nb, steps=["all_tokens"]).steps[0]
     loop_check = next(c for c in step.checks if "loops" in c.name)
-    assert loop_check.passed is full, step
-    assert step.score == step.max_score - (0 if full else loop_check.max_score), step
+    assert not loop_check.passed and step.score == step.max_score - loop_check.max_score, step
+    assert "cell 1, cell 2" in loop_check.message and "delete or rename" in loop_check.message, loop_check.message
 
 
 def _notebook(path: Path, *cells: str) -> Path:
@@ -434,7 +438,7 @@ def _notebook(path: Path, *cells: str) -> Path:
 
 _REST = VECTORISED.split("    return inputs @ inputs.T\n")[1]  # weights and context vectors, vectorised
 _LOOP_NAMED = BOOK_LOOPS.replace("def all_attention_scores", "def _loop_scores")
-SKIPS_THE_REWRITE = {  # cell 1 keeps the loops running although cell 2, which redefines the function, "ran"
+SKIPS_THE_REWRITE = {  # cell 1 keeps the loops running although cell 2 redefines the function
     # a tracer jumps over cell 2's lines: no exception, so the worker says the cell ran to its end
     "tracer": BOOK_LOOPS + _REST + "import sys\ndef _tr(frame, event, arg):\n"
               "    if frame.f_code.co_filename == 'cell 2':\n"
@@ -445,6 +449,12 @@ SKIPS_THE_REWRITE = {  # cell 1 keeps the loops running although cell 2, which r
                      + "import threading, time\ndef _later():\n    time.sleep(0.05)\n"
                      "    global all_attention_scores\n    all_attention_scores = _loop_scores\n"
                      "threading.Thread(target=_later, daemon=True).start()\n",
+    # cell 2 raises before its def, and the worker's record of it is made to say it did not (red team 9): no
+    # name the grader looks for, no flag; the text alone decides, so forging the record gains nothing
+    "forged_cell_record": BOOK_LOOPS + _REST + "import inspect, sys\n_w = inspect.getmodule(sys.meta_path[0])\n"
+                          "class _Rec(dict):\n    def setdefault(self, key, default=None):\n"
+                          "        return [] if key == 'cells' else dict.setdefault(self, key, default)\n"
+                          "_d = _w.describe_error\n_w.describe_error = lambda exc, labels: _Rec(_d(exc, labels))\n",
 }
 
 
@@ -455,6 +465,8 @@ def test_the_rewrite_cannot_be_claimed_by_skipping_it(tmp_path: Path, name: str)
     from grader.grading import engine
 
     second = VECTORISED + "\n" * (20 - VECTORISED.count("\n") - 1) + "x = 1\n"  # line 20: the tracer's target
+    if name == "forged_cell_record":
+        second = "1 / 0\n" + second
     attack = _notebook(tmp_path / "attack.ipynb", SKIPS_THE_REWRITE[name], second)
     twin = _notebook(tmp_path / "twin.ipynb", BOOK_LOOPS + _REST)
     got, want = (engine.grade(p, steps=["all_tokens"]).steps[0] for p in (attack, twin))

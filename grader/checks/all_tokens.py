@@ -69,5 +69,9 @@ def _check(r: Outcome) -> None:
         lines=", ".join(map(str, dynamic))))
     where = "; ".join(_("{name} loops at line {lines}").format(name=name, lines=", ".join(map(str, lines)))
                       for name, lines in loops.items())
+    rebound = {n: cells for n, cells in (r.static.get("rebound") or {}).items() if n in loops}
+    again = "".join(_(" ({name} is defined in {cells}: a cell may stop before its def, so the grader cannot be "
+                      "sure a later definition replaced the one with loops; delete or rename that one)").format(
+        name=name, cells=", ".join(map(str, cells))) for name, cells in rebound.items())
     expect.true(not loops, _("{where}: this step asks for matrix products (@) instead of Python loops").format(
-        where=where))
+        where=where) + again)

@@ -254,8 +254,6 @@ def _collect(started: Started, *, secret: str | None, timeout: float, lang: str,
                 hello = worker.hello(left)
                 names, errors = wire.validate_hello(hello)
                 _note_dropped(col, hello)
-                if deadline is None:  # the first import: which cells ran to their end, now that it is known
-                    _reread(col, sub, errors)
             except (WorkerLost, wire.Malformed) as exc:
                 reason = DETAIL_FOR_LOSS.get(getattr(exc, "reason", ""), "no_result")
                 msg = _("importing the submission failed: {detail}").format(detail=getattr(exc, "detail", exc))
@@ -324,20 +322,6 @@ def _oversized_answer(cases: dict[str, Case], got: int, want: int) -> dict[str, 
     message = _("the answers hold {got:,} numbers, far more than this step's {want:,}: does a function return "
                 "the wrong tensor?").format(got=got, want=want)
     return {"cases": {name: {"status": "wrong_type", "message": message} for name in cases}}
-
-
-def _reread(col: Collected, sub: ingest.Submission, errors: dict[str, dict[str, Any]]) -> None:
-    """Step 4's "no Python loops", again, once the worker has said which notebook cells raised: a cell that did
-    not ran every top-level statement, so a function it redefines replaces the earlier one for sure (a learner
-    who writes the book's loop first, then the vectorised version in a later cell). Only where loops were found:
-    the text alone counts every cell as one that may have stopped halfway. The worker's word is a fact like any
-    other it reports (design §5): it counts only beside right outputs of the step."""
-    if not any(col.static.get("loops", {}).values()):
-        return
-    raised = {label for err in errors.values() for label in err.get("cells", [])}
-    completed = frozenset(u.label for u in sub.units if u.label.startswith("cell ") and u.label not in raised)
-    if completed:
-        col.static = static.analyse(sub, completed)
 
 
 def _note_dropped(col: Collected, doc: Any) -> None:

@@ -32,14 +32,20 @@ DYNAMIC_ATTRS = {"__dict__", "__setattr__", "__getattribute__", "__globals__", "
 # hooks that run code at every line of later code and can make it skip lines without an exception (a tracer sets
 # frame.f_lineno): the worker's word that a notebook cell ran to its end no longer says that its lines ran.
 # Named at all (called, passed, imported), they count; `monitoring` (sys.monitoring) only as an attribute or import
-DYNAMIC_HOOKS = {"settrace", "setprofile", "settrace_all_threads", "setprofile_all_threads", "monitoring"}
-_NAMESPACE_MODULES = {"builtins", "ctypes", "_ctypes"}
+DYNAMIC_HOOKS = {"settrace", "setprofile", "settrace_all_threads", "setprofile_all_threads", "monitoring",
+                 # library functions that write an object's namespace on the caller's behalf: update_wrapper's
+                 # default copies __dict__ (`update_wrapper(module, ns, assigned=())` rebinds a module's names)
+                 "update_wrapper", "wraps"}
+# builtins that bind or hand out a namespace: called by another name (`_s = setattr; _s(m, ...)`, `map(exec, ...)`),
+# a bare name that is not the callee still counts
+_VALUE_BUILTINS = DYNAMIC_BUILTINS | {"setattr", "getattr", "delattr"}
+_NAMESPACE_MODULES = {"builtins", "ctypes", "_ctypes", "unittest", "mock"}  # unittest.mock.patch sets attributes
 # names setattr/getattr must be shown never to be: what rebinds a function or opens a namespace
 _UNSAFE_NAMES = frozenset({*LOOP_FREE, *DYNAMIC_DUNDERS, *DYNAMIC_ATTRS, *DYNAMIC_HOOKS})
 # every name _dynamic_lines looks for: a unit whose (normalised) text names none of them has no dynamic line
 _TRIGGERS = (*DYNAMIC_BUILTINS, *DYNAMIC_METHODS, *DYNAMIC_DUNDERS, *DYNAMIC_ATTRS, *DYNAMIC_HOOKS, *_NAMESPACE_MODULES,
              "modules",
-             "setattr", "getattr", *LOOP_FREE)
+             "setattr", "getattr", "delattr", *LOOP_FREE)
 
 
 _STAR = re.compile(r"import[\s\\]*\*")  # `import *`, `import*`, `import \\` + newline + `*`
@@ -67,9 +73,8 @@ class _Namespaces:
     """The submission's modules, parsed on demand and executed symbolically: for each, what every
     module-level name is bound to once the module has run (the last binding wins, as when it runs)."""
 
-    def __init__(self, sub: Submission, completed: frozenset[str] = frozenset()):
+    def __init__(self, sub: Submission):
         self.units: dict[str, list[Unit]] = {}
-        self.completed = completed  # notebook cells the worker ran to their end: what they bound, they bound
         for u in sub.units:
             self.units.setdefault(u.module, []).append(u)
         self.envs: dict[str, dict[str, _Ref]] = {}
@@ -102,9 +107,9 @@ class _Namespaces:
                 tree = ast.parse(unit.source)
                 self.trees[id(unit)] = tree
                 # a cell that raises halfway leaves what it bound so far, and the next cells still run: none of
-                # a cell's bindings is sure to replace the one before, unless the worker said it ran to its end
-                self._run(tree.body, env, module, unit.label,
-                          may=unit.label.startswith("cell ") and unit.label not in self.completed)
+                # a cell's bindings is sure to replace the one before. Whether it raised, only the worker knows,
+                # and what the learner's code leaves of the worker's records can be forged (red team 9)
+                self._run(tree.body, env, module, unit.label, may=unit.label.startswith("cell "))
                 if "global" in unit.text:  # the walk costs ~1 ms a notebook cell
                     rebinders.append((tree, unit.label))
             except (SyntaxError, ValueError):
@@ -193,8 +198,9 @@ class _Namespaces:
         todo: list[tuple[ast.stmt, bool]] = [(s, may) for s in reversed(body)]
         while todo:  # no recursion: a hostile file may nest blocks deeply
             node, may = todo.pop()
-            if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-                self._side_bindings(node, env, module, label)
+            # a def's decorators, defaults and annotations and a class's bases and keywords run here too (a walrus
+            # there rebinds a module-level name: red team 9); their bodies are not module-level code
+            self._side_bindings(node, env, module, label)
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
                 self._bind(node.name, _Ref("code", module, node, label), env, module, may)
             elif isinstance(node, ast.Assign):
@@ -421,8 +427,12 @@ def _dynamic_lines(tree: ast.AST, read: frozenset[str] = frozenset()) -> list[in
     DYNAMIC_DUNDERS attribute or to an attribute named like a loop-free function."""
     lines = []
     scopes: dict[int, dict[str, set[str]]] | None = None  # call -> its function's loop variables, when needed
+    callees: set[int] = set()  # ast.walk visits a call before its callee
     for n in ast.walk(tree):
+        if isinstance(n, ast.Name) and n.id in _VALUE_BUILTINS and isinstance(n.ctx, ast.Load) and id(n) not in callees:
+            lines.append(n.lineno)  # `_s = setattr`, `map(exec, ...)`: called under another name
         if isinstance(n, ast.Call):
+            callees.add(id(n.func))
             f = n.func
             if isinstance(f, ast.Name):
                 if f.id in ("setattr", "getattr"):
@@ -528,15 +538,16 @@ def _may_be_unsafe(expr: ast.expr, loops: dict[str, set[str]], read: frozenset[s
     return not prefix or any(u.startswith(prefix) for u in unsafe)
 
 
-def analyse(sub: Submission, completed: frozenset[str] = frozenset()) -> dict[str, Any]:
+def analyse(sub: Submission) -> dict[str, Any]:
     """{"loops": {name: lines}} for the names that must be loop-free, each as the worker will find it: bound in
     the first module (in the order the worker loads them) that binds it, by whatever binding comes last; and
-    {"unread": [unit labels]}, the units of those modules this process could not parse (too deeply nested).
-    `completed`: the notebook cells the worker says ran to their end (no exception at the top level); any other
-    cell may have stopped before a binding, so what it binds leaves the name holding either value."""
-    spaces = _Namespaces(sub, completed)
+    {"unread": [unit labels]}, the units of those modules this process could not parse (too deeply nested);
+    {"rebound": {name: [unit labels]}}: where a name with loops is bound in more than one notebook cell (a later,
+    loop-free def may not have run: the learner is told to remove or rename the version with loops)."""
+    spaces = _Namespaces(sub)
     loops: dict[str, list[int | str]] = {}
     done: set[str] = set()
+    rebound: dict[str, list[str]] = {}
     for module, units in spaces.units.items():
         # parsing costs: only the modules that mention one of the names (or may bring it in with `import *`)
         if not any(name in u.text or _STAR.search(u.text) for u in units for name in LOOP_FREE):
@@ -547,6 +558,10 @@ def analyse(sub: Submission, completed: frozenset[str] = frozenset()) -> dict[st
                 if name in env and name not in done:
                     found = spaces.loops(env[name], spaces.bound_in[module].get(name, units[0].label))
                     loops[name] = sorted({*loops.get(name, []), *found}, key=_order)
+                    cells = list(dict.fromkeys(r.label for r in spaces.history.get(module, {}).get(name, [])
+                                               if r.kind == "code" and r.label.startswith("cell ")))
+                    if found and len(cells) > 1:
+                        rebound[name] = cells
                     if not spaces.may_be_absent(env[name]):  # else the worker may take a later module's
                         done.add(name)
         except (RecursionError, MemoryError):
@@ -570,4 +585,4 @@ def analyse(sub: Submission, completed: frozenset[str] = frozenset()) -> dict[st
                 tree = ast.parse(unit.source)
         if tree is not None:
             dynamic += [f"{line} ({unit.label})" for line in _dynamic_lines(tree, read)]
-    return {"loops": loops, "unread": sorted(spaces.unread), "dynamic": dynamic[:5]}
+    return {"loops": loops, "unread": sorted(spaces.unread), "dynamic": dynamic[:5], "rebound": rebound}
