@@ -367,6 +367,10 @@ def test_a_malformed_answer_as_a_whole_makes_every_case_an_error() -> None:
     lambda d, t: d["cases"]["book"].update(status="passed"),
     lambda d, t: d["cases"]["book"].update(facts={"x": [[[[[[[[[1]]]]]]]]]}),
     lambda d, t: d["cases"]["book"].update(facts={"x": list(range(wire.MAX_FACT_NODES))}),
+    # within the caps on values and on each string, but far more text than any honest fact (red team 9: ~56 MB a
+    # step held until the chunk is judged)
+    lambda d, t: d["cases"]["book"].update(facts={"x": ["\U0001f600" * 1000] * 20}),
+    lambda d, t: d["cases"]["book"].update(facts={f"k{i:0>200}": 1 for i in range(100)}),
     lambda d, t: d["cases"]["book"].update(facts={"structure": {"params": 3}}),
     lambda d, t: d["cases"]["book"].update(facts={"grads": {"W": "yes"}}),
     lambda d, t: d["cases"]["book"].update(message="m" * 100_000),

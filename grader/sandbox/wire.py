@@ -33,6 +33,10 @@ MAX_ENTRIES = 256  # entries of a mapping (modules with errors, layers, cases, m
 MAX_CELLS = 4096  # notebook cells named in one load error
 MAX_FACT_DEPTH = 8  # facts: nesting (an honest `structure` fact needs 5)
 MAX_FACT_NODES = 20_000  # facts: values in one case
+# facts: characters of the strings and keys of one case (the reference's largest holds ~1,600: a module's parameter
+# names and shapes). A batch's grading process keeps a chunk's answers until it judges them: facts padded to the
+# channel's caps once held ~56 MB a step (red team 9)
+MAX_FACT_CHARS = 16_384
 MAX_NDIM = 16  # a wrong answer may have a few extra dimensions; shapes are compared before anything else
 MAX_CASE_ELEMENTS = 4_000_000  # what the worker itself allows a case (grader.worker.serve.MAX_RESULT_ELEMENTS)
 MAX_STEP_ELEMENTS = 16_000_000
@@ -153,13 +157,15 @@ def _facts(v: Any, where: str) -> dict[str, Any]:
     """Plain JSON of bounded depth and size; returned as is (it is made only of fresh plain containers)."""
     top = _dict(v, where, limit=MAX_FACT_NODES)
     stack: list[tuple[Any, int]] = [(top, 1)]
-    nodes = 0
+    nodes = chars = 0
     scrub = False  # a string or key that is not ASCII: all are replaced through _text at the end
     while stack:
         x, depth = stack.pop()
         nodes += 1
         if nodes > MAX_FACT_NODES:
             raise Malformed(where, f"more than {MAX_FACT_NODES} values")
+        if chars > MAX_FACT_CHARS:
+            raise Malformed(where, f"more than {MAX_FACT_CHARS} characters")
         if depth > MAX_FACT_DEPTH:
             raise Malformed(where, f"nested deeper than {MAX_FACT_DEPTH} levels")
         t = type(x)
@@ -168,6 +174,7 @@ def _facts(v: Any, where: str) -> dict[str, Any]:
                 if type(k) is not str or len(k) > MAX_NAME or not k.isascii():
                     _str(k, f"{where} key", MAX_NAME)
                     scrub = True
+                chars += len(k)
                 stack.append((item, depth + 1))
         elif t is list:
             stack.extend((item, depth + 1) for item in x)
@@ -175,6 +182,7 @@ def _facts(v: Any, where: str) -> dict[str, Any]:
             if len(x) > MAX_TEXT or not x.isascii():
                 _str(x, f"{where} value", MAX_TEXT)
                 scrub = True
+            chars += len(x)
         elif t is float:
             _number(x, f"{where} value")
         elif t not in (int, bool) and x is not None:
