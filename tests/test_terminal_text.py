@@ -43,7 +43,9 @@ def test_an_error_message_with_escapes_and_markup_is_shown_as_text(tmp_path: Pat
     for raw in ("\x1b", "\x9b", "\u200f"):  # nothing reaches the terminal raw
         assert raw not in shown, repr(raw)
     assert "Traceback" not in shown and "MarkupError" not in shown
-    assert "\\x9b2J" in out.stdout and "\\u200f" in out.stdout  # written out as visible escapes
+    # the C1 CSI and the bidi mark are dropped where the message is made (report.clean, for files too); what is
+    # left of the sequence is plain text
+    assert "[2J[H2Jall submissions graded" in out.stdout.replace("\n", "")
     assert "graded[/b][/]" in out.stdout  # markup shown as typed, not parsed
 
 
