@@ -169,7 +169,20 @@ def _b(x):
 def all_attention_scores(inputs):
     return _a(inputs)
 """
-    assert loops(py(source))["all_attention_scores"] == [6]
+    assert loops(py(source))["all_attention_scores"] == [2, 5, 6]  # the while, and _a and _b calling each other
+
+
+@pytest.mark.parametrize("source", [
+    # one row per call, until there are none: a loop written as recursion (red team 10)
+    "import torch\ndef _rows(x, i=0):\n    if i == x.shape[0]:\n        return []\n"
+    "    return [x @ x[i]] + _rows(x, i + 1)\n"
+    "def all_attention_scores(inputs):\n    return torch.stack(_rows(inputs))\n",
+    # iter(callable, sentinel) calls a Python function until it returns the sentinel
+    "import torch\ndef all_attention_scores(inputs):\n    it = iter(inputs)\n"
+    "    return torch.stack(list(iter(lambda: inputs @ next(it, None), None)))\n",
+])
+def test_recursion_and_iter_with_a_sentinel_are_loops(source: str) -> None:
+    assert loops(py(source))["all_attention_scores"], source
 
 
 def test_a_name_imported_from_another_unit() -> None:
@@ -278,6 +291,22 @@ REBINDINGS = {  # each rebinds all_tokens.all_attention_scores where a reading o
                       "types.SimpleNamespace(all_attention_scores=_loopy), assigned=())\n",
     "wraps_imported": "from functools import wraps\n",
     "mock_patch": "from unittest import mock\nmock.patch('all_tokens.all_attention_scores', _loopy).start()\n",
+    # builtins reached as an attribute, sys.modules under other names, code run from strings (red team 10)
+    "builtins_by_self": "len.__self__.globals()['all_attention_scores'] = _loopy\n",
+    "builtins_setattr_by_self": "import all_tokens\nlen.__self__.setattr(all_tokens, 'all_attention_scores', _loopy)\n",
+    "getmodule": "import inspect\ninspect.getmodule(len).exec('x = 1')\n",
+    "sys_modules_imported": "from sys import modules as _m\n_m['all_tokens'].all_attention_scores = _loopy\n",
+    "sys_alias_modules": "import sys as _s\n_s.modules['all_tokens'].x = 1\n",
+    "pickle": "import pickle, base64\npickle.loads(base64.b64decode(b'gAQ='))\n",
+    "timeit": "import timeit\ntimeit.timeit('import all_tokens', number=1)\n",
+    "code_interpreter": "import code\ncode.InteractiveInterpreter().runsource('import all_tokens')\n",
+    "cprofile": "import cProfile\ncProfile.run('import all_tokens')\n",
+    "getattr_static": "from inspect import getattr_static\ngetattr_static(_loopy, '__globals__')\n",
+    # the same store, but what is stored carries the submission's code, or `nn` is not torch's
+    "softmax_store_with_code": "import torch.nn as nn\nclass M:\n    def __init__(self):\n"
+                               "        self.softmax = nn.Softmax(_loopy)\n",
+    "softmax_store_nn_rebound": "import torch.nn as nn\nnn = type('N', (), {'Softmax': lambda **k: _loopy})\n"
+                                "class M:\n    def __init__(self):\n        self.softmax = nn.Softmax(dim=-1)\n",
 }
 
 
@@ -298,6 +327,10 @@ HONEST = {  # names the text pins down: a module's layers named in __init__, exe
                     "        getattr(sa_v1, name).copy_(getattr(sa_v2, name).weight.t())\n",
     "constant_getattr_and_eval_mode": "def f(model):\n    model.eval()\n    return getattr(model, 'W_query')\n",
     "a_variable_named_monitoring": "monitoring = True\ndef f(x, monitoring=False):\n    return x\n",
+    # a later step keeps torch's softmax module under the name step 4's code reads (torch.softmax): it holds no code
+    # of the submission (red team 10: this lost the loop point)
+    "softmax_module_on_self": "import torch.nn as nn\nclass M(nn.Module):\n    def __init__(self):\n"
+                              "        super().__init__()\n        self.softmax = nn.Softmax(dim=-1)\n",
 }
 
 

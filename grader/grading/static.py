@@ -13,7 +13,10 @@ from grader.registry import BY_ID
 
 LOOPS = (ast.For, ast.While, ast.AsyncFor, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 # calls that loop in Python over their arguments: a loop by another name
-LOOP_CALLS = {"map", "filter", "reduce", "starmap", "accumulate"}
+LOOP_CALLS = {"map", "filter", "reduce", "starmap", "accumulate", "takewhile", "dropwhile", "groupby", "apply_",
+              "vectorize", "apply_along_axis"}
+# and iter(callable, sentinel), which calls a Python function until it returns the sentinel; and recursion (a
+# function that refers back to itself through the names it reads): `loops` counts both (red team 10)
 # the functions a check asks to be loop-free (step 4: "no Python loops")
 LOOP_FREE = BY_ID["all_tokens"].names
 # what can bind a function of the submission where a reading of its text cannot follow (another file's setattr,
@@ -22,13 +25,20 @@ LOOP_FREE = BY_ID["all_tokens"].names
 DYNAMIC_BUILTINS = {"exec", "eval", "compile", "globals", "vars", "locals", "__import__"}
 # calls that hand out a namespace to write in (gc's object lists, an attribute fetched by a computed name)
 DYNAMIC_METHODS = {"import_module", "reload", "get_objects", "get_referents", "get_referrers", "attrgetter",
-                   "methodcaller"}
+                   "methodcaller", "exec_module", "module_from_spec",
+                   # builtins reached as an attribute (`len.__self__.globals()`): `.eval()` and `.compile()` are
+                   # honest methods of nn.Module and torch/re, the rest never are
+                   "globals", "exec", "setattr", "delattr", "vars", "locals", "__import__"}
 DYNAMIC_DUNDERS = {"__code__", "__dict__", "__globals__", "__defaults__", "__kwdefaults__", "__call__", "__class__",
                    "__wrapped__"}
 # attributes that are a namespace, or the way to write one, whenever they are read: `m.__dict__.update(...)`,
 # `m.__setattr__(...)`, a frame's f_globals
 DYNAMIC_ATTRS = {"__dict__", "__setattr__", "__getattribute__", "__globals__", "__code__", "__builtins__",
-                 "f_globals", "f_locals", "f_builtins", "f_lineno", "f_trace", "f_trace_lines", "f_trace_opcodes"}
+                 "f_globals", "f_locals", "f_builtins", "f_lineno", "f_trace", "f_trace_lines", "f_trace_opcodes",
+                 # the ways to another object's namespace without naming it: a builtin's module (`len.__self__`),
+                 # a descriptor's getter, every class there is, a module found from an object, a static lookup
+                 "__self__", "__get__", "__subclasses__", "__bases__", "__base__", "__mro__", "getmodule",
+                 "getattr_static"}
 # hooks that run code at every line of later code and can make it skip lines without an exception (a tracer sets
 # frame.f_lineno): the worker's word that a notebook cell ran to its end no longer says that its lines ran.
 # Named at all (called, passed, imported), they count; `monitoring` (sys.monitoring) only as an attribute or import
@@ -39,9 +49,14 @@ DYNAMIC_HOOKS = {"settrace", "setprofile", "settrace_all_threads", "setprofile_a
 # builtins that bind or hand out a namespace: called by another name (`_s = setattr; _s(m, ...)`, `map(exec, ...)`),
 # a bare name that is not the callee still counts
 _VALUE_BUILTINS = DYNAMIC_BUILTINS | {"setattr", "getattr", "delattr"}
-_NAMESPACE_MODULES = {"builtins", "ctypes", "_ctypes", "unittest", "mock"}  # unittest.mock.patch sets attributes
+# modules whose import alone means code or names the text cannot follow: unittest.mock.patch sets attributes; the
+# rest run code given as a string or bytes (pickle.loads, timeit, code.InteractiveInterpreter, cProfile.run, pdb,
+# runpy, marshal) or hand out frames, modules and code objects (inspect, types)
+_NAMESPACE_MODULES = {"builtins", "ctypes", "_ctypes", "unittest", "mock", "pickle", "_pickle", "copyreg", "marshal",
+                      "timeit", "code", "codeop", "cProfile", "profile", "pdb", "bdb", "runpy", "inspect", "types",
+                      "dill", "cloudpickle", "shelve"}
 # names setattr/getattr must be shown never to be: what rebinds a function or opens a namespace
-_UNSAFE_NAMES = frozenset({*LOOP_FREE, *DYNAMIC_DUNDERS, *DYNAMIC_ATTRS, *DYNAMIC_HOOKS})
+_UNSAFE_NAMES = frozenset({*LOOP_FREE, *DYNAMIC_DUNDERS, *DYNAMIC_ATTRS, *DYNAMIC_HOOKS, "modules"})
 # every name _dynamic_lines looks for: a unit whose (normalised) text names none of them has no dynamic line
 _TRIGGERS = (*DYNAMIC_BUILTINS, *DYNAMIC_METHODS, *DYNAMIC_DUNDERS, *DYNAMIC_ATTRS, *DYNAMIC_HOOKS, *_NAMESPACE_MODULES,
              "modules",
@@ -293,32 +308,42 @@ class _Namespaces:
         name is bound) read "line (unit)"."""
         found: set[int | str] = set()
         seen: set[int] = set()
-        todo = [start]
+        # code -> the code it refers to by name, to find recursion (a loop by another name) once all is read
+        edges: dict[int, set[int]] = {}
+        where: dict[int, int | str] = {}
+        todo: list[tuple[_Ref, int | None]] = [(start, None)]
         while todo:
-            ref = todo.pop()
+            ref, parent = todo.pop()
+            if ref.kind == "code" and ref.node is not None and parent is not None:
+                edges.setdefault(parent, set()).add(id(ref.node))
             if id(ref) in seen or (ref.node is not None and id(ref.node) in seen):
                 continue
             seen.add(id(ref))
             if ref.kind == "any":
-                todo.extend(a for a in ref.alts if a is not None)
+                todo.extend((a, parent) for a in ref.alts if a is not None)
                 continue
             if ref.kind == "import":
-                todo.extend(self._bindings(ref))
+                todo.extend((b, parent) for b in self._bindings(ref))
                 continue
             if ref.kind != "code" or ref.node is None:
                 continue
             seen.add(id(ref.node))
+            me = id(ref.node)
+            if isinstance(ref.node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+                where[me] = ref.node.lineno if ref.label == label else f"{ref.node.lineno} ({ref.label})"
             nodes = list(ast.walk(ref.node))
             for n in nodes:
-                if isinstance(n, LOOPS) or (isinstance(n, ast.Call) and _called(n) in LOOP_CALLS):
+                if isinstance(n, LOOPS) or (isinstance(n, ast.Call) and (
+                        _called(n) in LOOP_CALLS or (_called(n) == "iter" and len(n.args) == 2))):
                     found.add(n.lineno if ref.label == label else f"{n.lineno} ({ref.label})")
             env = self.env(ref.module)
             history = self.history.get(ref.module, {})
             imported: dict[str, _Ref] = {}  # imports inside the code: `import helpers` in a function body
             for n in nodes:
                 if isinstance(n, ast.ImportFrom) and (n.module or "") in self.units:
-                    todo.extend(self.env(n.module or "").values() if any(a.name == "*" for a in n.names) else
-                                [_Ref("import", n.module or "", name=a.name) for a in n.names])
+                    star = any(a.name == "*" for a in n.names)
+                    todo.extend((r, me) for r in (self.env(n.module or "").values() if star else
+                                                  [_Ref("import", n.module or "", name=a.name) for a in n.names]))
                 elif isinstance(n, ast.Import):
                     for a in n.names:
                         if a.name in self.units:
@@ -332,13 +357,31 @@ class _Namespaces:
                 if id(n) not in noted:
                     self.read.add(n.id if isinstance(n, ast.Name) else n.attr)
                 if isinstance(n, ast.Attribute) and _root(n) in imported:
-                    todo.append(self._attribute(n, imported))
+                    todo.append((self._attribute(n, imported), me))
                 if isinstance(n, ast.Name):
-                    todo.extend([*history.get(n.id, []), env.get(n.id, _OTHER)])
+                    todo.extend((r, me) for r in [*history.get(n.id, []), env.get(n.id, _OTHER)])
                 else:
-                    todo.append(self._attribute(n, env))
-                    todo.extend(self._attribute(n, {_root(n): h}) for h in history.get(_root(n), []))
+                    todo.append((self._attribute(n, env), me))
+                    todo.extend((self._attribute(n, {_root(n): h}), me) for h in history.get(_root(n), []))
+        found.update(_recursive(edges, where))
         return sorted(found, key=_order)
+
+
+def _recursive(edges: dict[int, set[int]], where: dict[int, int | str]) -> set[int | str]:
+    """The functions on a cycle of `edges` (one that refers back to itself, directly or through others): a
+    recursion walks the tokens as a loop would. Their def lines."""
+    out: set[int | str] = set()
+    for node in where:
+        stack, seen = list(edges.get(node, ())), set()
+        while stack:  # can `node` reach itself?
+            n = stack.pop()
+            if n == node:
+                out.add(where[node])
+                break
+            if n not in seen:
+                seen.add(n)
+                stack.extend(edges.get(n, ()))
+    return out
 
 
 def _own_expressions(node: ast.stmt) -> list[ast.AST]:
@@ -428,6 +471,9 @@ def _dynamic_lines(tree: ast.AST, read: frozenset[str] = frozenset()) -> list[in
     lines = []
     scopes: dict[int, dict[str, set[str]]] | None = None  # call -> its function's loop variables, when needed
     callees: set[int] = set()  # ast.walk visits a call before its callee
+    # `import sys as s`: s.modules is sys.modules
+    sys_names = frozenset({"sys", *(a.asname for i in ast.walk(tree) if isinstance(i, ast.Import)
+                                     for a in i.names if a.name == "sys" and a.asname)})
     for n in ast.walk(tree):
         if isinstance(n, ast.Name) and n.id in _VALUE_BUILTINS and isinstance(n.ctx, ast.Load) and id(n) not in callees:
             lines.append(n.lineno)  # `_s = setattr`, `map(exec, ...)`: called under another name
@@ -444,28 +490,60 @@ def _dynamic_lines(tree: ast.AST, read: frozenset[str] = frozenset()) -> list[in
             elif isinstance(f, ast.Attribute) and (f.attr in DYNAMIC_METHODS or (
                     isinstance(f.value, ast.Name) and f.value.id == "builtins")):
                 lines.append(n.lineno)
-        elif _opens_a_namespace(n):
+        elif _opens_a_namespace(n, sys_names):
             lines.append(n.lineno)  # type: ignore[attr-defined]
         elif isinstance(n, ast.Assign | ast.AugAssign | ast.AnnAssign):
             for t in n.targets if isinstance(n, ast.Assign) else [n.target]:
-                if isinstance(t, ast.Attribute) and (t.attr in DYNAMIC_DUNDERS or t.attr in LOOP_FREE
-                                                     or t.attr in read):
+                if isinstance(t, ast.Attribute) and (t.attr in DYNAMIC_DUNDERS or t.attr in LOOP_FREE or (
+                        t.attr in read and not _library_object(n.value, tree))):
                     lines.append(n.lineno)
     return sorted(set(lines))
 
 
-def _opens_a_namespace(n: ast.AST) -> bool:
+_LIBRARIES = {"torch", "numpy", "math"}
+
+
+def _library_object(value: ast.expr | None, tree: ast.AST) -> bool:
+    """`nn.Softmax(dim=-1)`: a call of torch (numpy, math) with constant arguments, by a name this file binds only by
+    importing it. Stored under a name the loop-free functions read (`self.softmax = ...` in a later step's
+    __init__), it holds no code of the submission, so it cannot bring loops in (red team 10: honest code lost the
+    loop point for it)."""
+    if not isinstance(value, ast.Call) or not isinstance(value.func, ast.Attribute | ast.Name):
+        return False
+    root = _root(value.func) if isinstance(value.func, ast.Attribute) else value.func.id
+    consts = [*value.args, *(k.value for k in value.keywords)]
+    if not root or not all(isinstance(c, ast.Constant) or (isinstance(c, ast.UnaryOp) and isinstance(
+            c.operand, ast.Constant)) for c in consts):
+        return False
+    imported = other = False
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Import | ast.ImportFrom):
+            source = (n.module or "") if isinstance(n, ast.ImportFrom) else ""
+            relative = isinstance(n, ast.ImportFrom) and bool(n.level)
+            for a in n.names:
+                if (a.asname or a.name.split(".")[0]) == root:
+                    library = (source or a.name).split(".")[0] in _LIBRARIES and not relative
+                    imported, other = imported or library, other or not library
+        elif (isinstance(n, ast.Name) and n.id == root and not isinstance(n.ctx, ast.Load)) or (
+                isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.arg)
+                and getattr(n, "name", getattr(n, "arg", None)) == root):
+            other = True
+    return imported and not other
+
+
+def _opens_a_namespace(n: ast.AST, sys_names: frozenset[str] = frozenset({"sys"})) -> bool:
     """A read of a DYNAMIC_ATTRS attribute, `sys.modules`, `__builtins__`, a DYNAMIC_HOOKS name, or an import of
     `builtins` or of ctypes (which writes any object's memory, a module's dict included, with no name in the text)."""
     if isinstance(n, ast.Attribute):
         return n.attr in DYNAMIC_ATTRS or n.attr in DYNAMIC_HOOKS or (
-            n.attr == "modules" and isinstance(n.value, ast.Name) and n.value.id == "sys")
+            n.attr == "modules" and isinstance(n.value, ast.Name) and n.value.id in sys_names)
     if isinstance(n, ast.Name):
         return n.id == "__builtins__" or (n.id in DYNAMIC_HOOKS and n.id != "monitoring")
     if isinstance(n, ast.Import):
         return any(a.name.split(".")[0] in _NAMESPACE_MODULES for a in n.names)
     return isinstance(n, ast.ImportFrom) and ((n.module or "").split(".")[0] in _NAMESPACE_MODULES
-                                              or any(a.name in DYNAMIC_HOOKS for a in n.names))
+                                              or any(a.name in DYNAMIC_HOOKS for a in n.names)
+                                              or (n.module == "sys" and any(a.name == "modules" for a in n.names)))
 
 
 def _loops_by_call(tree: ast.AST) -> dict[int, dict[str, set[str]]]:
