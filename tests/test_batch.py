@@ -636,3 +636,20 @@ def test_the_next_submission_started_ahead_changes_nothing(tmp_path: Path, monke
     while procs.leftovers() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert procs.leftovers() == {}
+
+
+def test_a_copy_under_another_name_never_puts_its_name_in_the_originals_report(tmp_path: Path) -> None:
+    """Identical content is graded once; a .py file's messages cite its own name (`zoe.py, line 3`), so a byte copy
+    named to sort first (aaron.py) put its name in zoe's report and feedback (red team 11). Two .py uploads share a
+    report only when their names match too."""
+    d, out = tmp_path / "class", tmp_path / "out"
+    d.mkdir()
+    source = "def attention_scores(inputs, query):\n    x = 1\n    raise ValueError('not yet')\n"
+    for name in ("zoe.py", "aaron.py"):
+        (d / name).write_text(source)
+    proc = _run(["batch", str(d), "--out", str(out), "--step", "dot_scores", "-q"])
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    reports = _reports(out)
+    for who, other in (("zoe", "aaron"), ("aaron", "zoe")):
+        text = json.dumps(reports[f"{who}.json"]["steps"]) + (out / "feedback" / f"{who}.txt").read_text()
+        assert f"{who}.py" in text and f"{other}.py" not in text, (who, text[:600])

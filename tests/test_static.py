@@ -4,6 +4,9 @@ module-level code it calls; correct vectorised code has no loops."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -505,3 +508,50 @@ def test_the_rewrite_cannot_be_claimed_by_skipping_it(tmp_path: Path, name: str)
     got, want = (engine.grade(p, steps=["all_tokens"]).steps[0] for p in (attack, twin))
     assert want.score == want.max_score - 1, want
     assert got.score == want.score, got
+
+
+# ------------------------------------------------------------------------------ the trusted side's reading is bounded
+
+def _many_names_then_many_cells() -> str:
+    names = [f"n{i}" for i in range(100_000)]
+    return json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
+        {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": s}
+        for s in ["# all_attention_scores\n" + "=".join(names) + "=0\n", *["0"] * 4095]]})
+
+
+def _one_name_bound_and_read_many_times() -> str:
+    reads = ",".join(["g"] * 100)
+    helpers = "\n".join(f"def f{i}():{reads}" for i in range(100))
+    calls = ",".join(f"f{i}" for i in range(100))
+    return ("import torch\n" + "g=" * 10_000 + "0\n" + helpers + "\n" + "".join(
+        f"def {name}(inputs):\n    {calls}\n    return torch.softmax(inputs @ inputs.T, dim=-1)\n"
+        for name in ("all_attention_scores", "all_attention_weights", "all_context_vectors")))
+
+
+READ_BOMBS = {  # red team 11: each took the trusted grading process 23-101 s, with no time-out, before this change
+    "a_line_that_backtracked.py": lambda: "import torch\ntorch" + " " * 300_000 + "#\n",  # flags.STORE: quadratic
+    "bindings_times_reads.py": _one_name_bound_and_read_many_times,  # static.loops: reads x bindings
+    "names_times_cells.ipynb": _many_names_then_many_cells,  # static.env: a copy of the namespace per cell
+}
+
+
+@pytest.mark.parametrize("name", list(READ_BOMBS))
+def test_reading_the_text_costs_time_linear_in_its_size(tmp_path: Path, name: str) -> None:
+    """What the trusted side does with a submission's text before its worker's budget starts (the static analysis
+    and the flags) is linear in the text: each of these ran for minutes at a fraction of the 2 MiB cap. A complexity
+    test, not a timing one: the time-out is over 20 times what each takes now, and far below what it took."""
+    path = tmp_path / name
+    path.write_text(READ_BOMBS[name](), encoding="utf-8")
+    code = ("import sys\nfrom grader.grading import flags, ingest, static\nsub = ingest.read_submission(sys.argv[1])\n"
+            "r = static.analyse(sub)\nflags.scan(sub)\nprint(r['unread'], r['loops'].get('all_attention_scores'))")
+    proc = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=60,
+                          cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+def test_an_expression_too_deep_to_follow_is_unread_not_a_crash() -> None:
+    """`setattr(x, a + a + ... + a)`: the name it sets is followed through a chain too deep for this process's
+    stack. The unit counts as unread (the loop point is not vouched for), never a traceback from the grader."""
+    text = "import torch\ndef all_attention_scores(inputs):\n    return inputs @ inputs.T\n"
+    found = static.analyse(py(text + "x = 1\na = 'q'\nsetattr(x, " + "+".join(["a"] * 1200) + ", 1)\n"))
+    assert found["unread"] == ["submission.py"], found

@@ -47,8 +47,10 @@ _REPORTING = "|".join(sorted(REPORTING))
 DEFINES = re.compile(rf"def\s+(?:{_REPORTING})\b")  # a literal start: found fast
 # a line assigning to something of torch, nn, F, builtins or sys (`torch.softmax = f`, `a, nn.Module.x = ...`) or to
 # a name nn.Module reports (`CausalAttention.named_buffers = f`), or a del
+# (no `\s*` after `[^=\n(]*`, which holds white space already: the two together backtracked in time quadratic in a
+# line's length, 23 s for a 100 kB line: red team 11)
 STORE = re.compile(rf"^[ \t]*(?:[\w.]+\s*,\s*)*(?:(?:torch|nn|F|builtins|__builtins__|sys)\b[^=\n(]*|"
-                   rf"[\w.]*\.\s*(?:{_REPORTING}))\s*=(?!=)|^[ \t]*del\b", re.MULTILINE)
+                   rf"[\w.]*\.[ \t]*(?:{_REPORTING})[ \t]*)=(?!=)|^[ \t]*del\b", re.MULTILINE)
 # configuration a notebook may set on torch without replacing anything of it
 ALLOWED_STORES = ("torch.backends.",)
 

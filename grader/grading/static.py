@@ -19,6 +19,9 @@ LOOP_CALLS = {"map", "filter", "reduce", "starmap", "accumulate", "takewhile", "
 # function that refers back to itself through the names it reads): `loops` counts both (red team 10)
 # the functions a check asks to be loop-free (step 4: "no Python loops")
 LOOP_FREE = BY_ID["all_tokens"].names
+# names and bindings `loops` may follow for one function before it gives up (the unit then counts as unread, so
+# the loop point is not vouched for): honest code follows a few hundred
+MAX_WORK = 200_000
 # what can bind a function of the submission where a reading of its text cannot follow (another file's setattr,
 # exec of a string, globals(), sys.modules, a swapped __code__): where one is used, "no Python loops" cannot be
 # vouched for. Builtins count when called by their bare name (`model.eval()` is not eval)
@@ -106,6 +109,9 @@ class _Namespaces:
         # torch.softmax): another file assigning one of them (`all_tokens._pairwise = f`, `torch.softmax = f`)
         # changes what runs without a binding the symbolic run sees
         self.read: set[str] = set()
+        # id(env) -> the names bound since the unit began: what that unit bound (not a diff of the namespace after
+        # every cell, which cost cells x names: 100 s for one notebook, red team 11)
+        self.touched: dict[int, set[str]] = {}
 
     def env(self, module: str) -> dict[str, _Ref]:
         if module in self.envs:
@@ -116,8 +122,9 @@ class _Namespaces:
         env: dict[str, _Ref] = {}
         bound_in = self.bound_in.setdefault(module, {})
         rebinders: list[tuple[ast.Module, str]] = []
+        touched = self.touched[id(env)] = set()
         for unit in self.units[module]:  # a notebook's cells run one after the other in one namespace
-            before = dict(env)
+            touched.clear()
             try:
                 tree = ast.parse(unit.source)
                 self.trees[id(unit)] = tree
@@ -131,15 +138,16 @@ class _Namespaces:
                 pass  # the worker reports what does not load; what ran before it stays bound
             except (RecursionError, MemoryError):
                 self.unread.add(unit.label)
-            bound_in.update({k: unit.label for k, v in env.items() if before.get(k) is not v})
+            bound_in.update((k, unit.label) for k in touched if k in env)
         # code that declares `global f` may run after every later cell (a thread, a callback): after them all
         for tree, label in rebinders:
-            before = dict(env)
+            touched.clear()
             try:
                 self._globals(tree, env, module, label)
             except (RecursionError, MemoryError):
                 self.unread.add(label)
-            bound_in.update({k: label for k, v in env.items() if before.get(k) is not v})
+            bound_in.update((k, label) for k in touched if k in env)
+        del self.touched[id(env)]
         self.busy.discard(module)
         self.envs[module] = env
         return env
@@ -174,6 +182,8 @@ class _Namespaces:
         """Bind `name`; a binding that `may` not have run (in a branch, a loop, a try, a notebook cell) leaves
         the name holding either value."""
         old = env.get(name)
+        if (touched := self.touched.get(id(env))) is not None:
+            touched.add(name)
         self.history.setdefault(module, {}).setdefault(name, []).append(value)
         env[name] = _Ref("any", alts=(old, value)) if may and old is not None and old is not value else value
 
@@ -312,6 +322,7 @@ class _Namespaces:
         edges: dict[int, set[int]] = {}
         where: dict[int, int | str] = {}
         todo: list[tuple[_Ref, int | None]] = [(start, None)]
+        work = 0
         while todo:
             ref, parent = todo.pop()
             if ref.kind == "code" and ref.node is not None and parent is not None:
@@ -353,18 +364,41 @@ class _Namespaces:
             noted = {id(x) for n in nodes for a in (getattr(n, "annotation", None), getattr(n, "returns", None))
                      if isinstance(n, ast.arg | ast.FunctionDef | ast.AsyncFunctionDef) and a is not None
                      for x in ast.walk(a)}
+            followed: set[tuple[str, ...]] = set()  # a name read many times is followed once (red team 11)
             for n in _free(ref.node):
                 if id(n) not in noted:
                     self.read.add(n.id if isinstance(n, ast.Name) else n.attr)
+                if (chain := _chain(n)) in followed:
+                    continue
+                followed.add(chain)
+                work += 1 + len(history.get(chain[0], ()))
+                if work > MAX_WORK:  # never silently loop-free: too much to follow is a unit not read
+                    raise RecursionError("too many names and bindings to follow")
                 if isinstance(n, ast.Attribute) and _root(n) in imported:
                     todo.append((self._attribute(n, imported), me))
                 if isinstance(n, ast.Name):
-                    todo.extend((r, me) for r in [*history.get(n.id, []), env.get(n.id, _OTHER)])
+                    todo.extend((r, me) for r in _distinct([*history.get(n.id, []), env.get(n.id, _OTHER)]))
                 else:
                     todo.append((self._attribute(n, env), me))
-                    todo.extend((self._attribute(n, {_root(n): h}), me) for h in history.get(_root(n), []))
+                    todo.extend((self._attribute(n, {_root(n): h}), me) for h in _distinct(history.get(_root(n), [])))
         found.update(_recursive(edges, where))
         return sorted(found, key=_order)
+
+
+def _chain(n: ast.Name | ast.Attribute) -> tuple[str, ...]:
+    """`a.b.c` -> ("a", "b", "c"): what a read follows, whatever the occurrence."""
+    parts: list[str] = []
+    x: ast.expr = n
+    while isinstance(x, ast.Attribute):
+        parts.append(x.attr)
+        x = x.value
+    parts.append(x.id if isinstance(x, ast.Name) else "")
+    return tuple(reversed(parts))
+
+
+def _distinct(refs: list[_Ref]) -> list[_Ref]:
+    """Each binding once: `g = g = ... = 0` binds one value under as many entries."""
+    return list({id(r): r for r in refs}.values())
 
 
 def _recursive(edges: dict[int, set[int]], where: dict[int, int | str]) -> set[int | str]:
@@ -471,10 +505,14 @@ def _dynamic_lines(tree: ast.AST, read: frozenset[str] = frozenset()) -> list[in
     lines = []
     scopes: dict[int, dict[str, set[str]]] | None = None  # call -> its function's loop variables, when needed
     callees: set[int] = set()  # ast.walk visits a call before its callee
-    # `import sys as s`: s.modules is sys.modules
-    sys_names = frozenset({"sys", *(a.asname for i in ast.walk(tree) if isinstance(i, ast.Import)
-                                     for a in i.names if a.name == "sys" and a.asname)})
+    # `import sys as s`: s.modules is sys.modules (the aliases are known once the one walk is done)
+    sys_names = {"sys"}
+    modules_reads: list[ast.Attribute] = []
     for n in ast.walk(tree):
+        if isinstance(n, ast.Import):
+            sys_names.update(a.asname for a in n.names if a.name == "sys" and a.asname)
+        elif isinstance(n, ast.Attribute) and n.attr == "modules" and isinstance(n.value, ast.Name):
+            modules_reads.append(n)
         if isinstance(n, ast.Name) and n.id in _VALUE_BUILTINS and isinstance(n.ctx, ast.Load) and id(n) not in callees:
             lines.append(n.lineno)  # `_s = setattr`, `map(exec, ...)`: called under another name
         if isinstance(n, ast.Call):
@@ -490,13 +528,14 @@ def _dynamic_lines(tree: ast.AST, read: frozenset[str] = frozenset()) -> list[in
             elif isinstance(f, ast.Attribute) and (f.attr in DYNAMIC_METHODS or (
                     isinstance(f.value, ast.Name) and f.value.id == "builtins")):
                 lines.append(n.lineno)
-        elif _opens_a_namespace(n, sys_names):
+        elif _opens_a_namespace(n):
             lines.append(n.lineno)  # type: ignore[attr-defined]
         elif isinstance(n, ast.Assign | ast.AugAssign | ast.AnnAssign):
             for t in n.targets if isinstance(n, ast.Assign) else [n.target]:
                 if isinstance(t, ast.Attribute) and (t.attr in DYNAMIC_DUNDERS or t.attr in LOOP_FREE or (
                         t.attr in read and not _library_object(n.value, tree))):
                     lines.append(n.lineno)
+    lines += [n.lineno for n in modules_reads if isinstance(n.value, ast.Name) and n.value.id in sys_names]
     return sorted(set(lines))
 
 
@@ -531,12 +570,11 @@ def _library_object(value: ast.expr | None, tree: ast.AST) -> bool:
     return imported and not other
 
 
-def _opens_a_namespace(n: ast.AST, sys_names: frozenset[str] = frozenset({"sys"})) -> bool:
-    """A read of a DYNAMIC_ATTRS attribute, `sys.modules`, `__builtins__`, a DYNAMIC_HOOKS name, or an import of
+def _opens_a_namespace(n: ast.AST) -> bool:
+    """A read of a DYNAMIC_ATTRS attribute, `__builtins__`, a DYNAMIC_HOOKS name, or an import of
     `builtins` or of ctypes (which writes any object's memory, a module's dict included, with no name in the text)."""
     if isinstance(n, ast.Attribute):
-        return n.attr in DYNAMIC_ATTRS or n.attr in DYNAMIC_HOOKS or (
-            n.attr == "modules" and isinstance(n.value, ast.Name) and n.value.id in sys_names)
+        return n.attr in DYNAMIC_ATTRS or n.attr in DYNAMIC_HOOKS  # `sys.modules`: _dynamic_lines, by any alias
     if isinstance(n, ast.Name):
         return n.id == "__builtins__" or (n.id in DYNAMIC_HOOKS and n.id != "monitoring")
     if isinstance(n, ast.Import):
@@ -652,7 +690,8 @@ def analyse(sub: Submission) -> dict[str, Any]:
     # a write to one of those is an attribute, `.name` (spaces, a line continuation or a comment may stand between
     # inside brackets), or a setattr (a trigger): `torch`, read everywhere, is rarely an attribute anywhere
     names = "|".join(map(re.escape, sorted(read)))
-    written = re.compile(r"\.(?:[\s\\]|#[^\n]*)*(?:" + names + r")\b") if read else None
+    # a comment runs to its line's end: `#[^\n]*` alone let a run of '#' split many ways (exponential backtracking)
+    written = re.compile(r"\.(?:[\s\\]|#[^\n]*(?:\n|$))*(?:" + names + r")\b") if read else None
     for unit in sub.units:
         if not any(t in unit.text for t in _TRIGGERS) and not (written and written.search(unit.text)):
             continue
@@ -662,5 +701,8 @@ def analyse(sub: Submission) -> dict[str, Any]:
             with contextlib.suppress(SyntaxError, ValueError, RecursionError, MemoryError):
                 tree = ast.parse(unit.source)
         if tree is not None:
-            dynamic += [f"{line} ({unit.label})" for line in _dynamic_lines(tree, read)]
+            try:
+                dynamic += [f"{line} ({unit.label})" for line in _dynamic_lines(tree, read)]
+            except (RecursionError, MemoryError):  # `setattr(x, a + a + ... + a)`: too deep to tell, never safe
+                spaces.unread.add(unit.label)
     return {"loops": loops, "unread": sorted(spaces.unread), "dynamic": dynamic[:5], "rebound": rebound}
