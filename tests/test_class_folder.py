@@ -523,3 +523,24 @@ def test_every_row_has_its_own_student_name(tmp_path: Path) -> None:
     assert {e.student: e.source for e in discovery.discover(later, tmp_path / "out2" / ".staging")} == {
         "bob": "bob.ipynb", "bob (3)": "bob.py", "amy": "submissions.zip/amy_3_4_x.py",
         "bob (2)": "submissions.zip/bob (2)_1_2_x.py"}
+
+
+def test_a_folders_code_is_capped_together(tmp_path: Path) -> None:
+    """Each file was capped at 2 MiB, a folder's helper modules not at all: every trusted reading of the text grew
+    with them (red team 12). The folder's code together is held to the cap, and so is the number of helpers."""
+    from grader.grading import ingest
+
+    ws = tmp_path / "ws"
+    shutil.copytree(ROOT / "solutions", ws)
+    assert len(ingest.read_submission(ws).units) == len(STEPS)
+    for i in range(3):
+        (ws / f"helper{i}.py").write_text("x = 1\n" * 150_000)  # 0.9 MB each: every file under the cap
+    with pytest.raises(ingest.SubmissionError) as exc:
+        ingest.read_submission(ws)
+    assert exc.value.kind == "too_large" and "folder's code" in str(exc.value)
+    for f in ws.glob("helper*.py"):
+        f.unlink()
+    for i in range(ingest.MAX_HELPER_FILES + 1):
+        (ws / f"h{i}.py").write_text("")
+    with pytest.raises(ingest.SubmissionError, match="helper modules"):
+        ingest.read_submission(ws)

@@ -528,10 +528,28 @@ def _one_name_bound_and_read_many_times() -> str:
         for name in ("all_attention_scores", "all_attention_weights", "all_context_vectors")))
 
 
-READ_BOMBS = {  # red team 11: each took the trusted grading process 23-101 s, with no time-out, before this change
-    "a_line_that_backtracked.py": lambda: "import torch\ntorch" + " " * 300_000 + "#\n",  # flags.STORE: quadratic
+def _notebook_text(*cells: str) -> str:
+    return json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
+        {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": c} for c in cells]})
+
+
+def _many_setattrs_beside_many_reads() -> str:
+    names = [f"n{i}" for i in range(40_000)]
+    return _notebook_text("def all_attention_scores(x):\n    return (" + ",".join(names) + ")\n",
+                          "def g(a, b):\n" + "    getattr(a, 'z' + b)\n" * 10_000)
+
+
+READ_BOMBS = {  # each took the trusted grading process 1-100+ s, with no time-out, before ed1475f or this change
+    # red team 11
+    "a_line_that_backtracked.py": lambda: "import torch\ntorch" + " " * 300_000 + "#\n",  # a regex: quadratic
     "bindings_times_reads.py": _one_name_bound_and_read_many_times,  # static.loops: reads x bindings
     "names_times_cells.ipynb": _many_names_then_many_cells,  # static.env: a copy of the namespace per cell
+    # red team 12
+    "comment_dots.ipynb": lambda: _notebook_text(VECTORISED, "#.\n" * 40_000),  # a regex from every dot
+    "a_line_of_commas.py": lambda: "import torch\n" + "F," * 100_000 + "F\n",  # a regex: quadratic
+    "nested_defs.py": lambda: "\n".join([*(" " * i + f"def f{i}():" for i in range(95)), " " * 95 + "getattr(a, 'b')",
+                                         " " * 95 + "a" + ",a" * 100_000]) + "\n",  # a walk per enclosing def
+    "setattrs_times_reads.ipynb": _many_setattrs_beside_many_reads,  # every unsafe name scanned per getattr
 }
 
 

@@ -47,10 +47,28 @@ _REPORTING = "|".join(sorted(REPORTING))
 DEFINES = re.compile(rf"def\s+(?:{_REPORTING})\b")  # a literal start: found fast
 # a line assigning to something of torch, nn, F, builtins or sys (`torch.softmax = f`, `a, nn.Module.x = ...`) or to
 # a name nn.Module reports (`CausalAttention.named_buffers = f`), or a del
-# (no `\s*` after `[^=\n(]*`, which holds white space already: the two together backtracked in time quadratic in a
-# line's length, 23 s for a 100 kB line: red team 11)
-STORE = re.compile(rf"^[ \t]*(?:[\w.]+\s*,\s*)*(?:(?:torch|nn|F|builtins|__builtins__|sys)\b[^=\n(]*|"
-                   rf"[\w.]*\.[ \t]*(?:{_REPORTING})[ \t]*)=(?!=)|^[ \t]*del\b", re.MULTILINE)
+STORE_ROOTS = ("torch", "nn", "F", "builtins", "__builtins__", "sys")
+_REPORTED_ATTRS = tuple(f".{name}" for name in REPORTING)
+
+
+def may_store(text: str) -> bool:
+    """Does a line assign to something of torch, nn, F, builtins or sys (`torch.softmax = f`, `a, nn.Module.x = ...`)
+    or to a name nn.Module reports (`CausalAttention.named_buffers = f`), or del? Then the unit's parse is walked.
+    Line by line, in time linear in the text (a regex for it backtracked quadratically in a line's length, twice
+    over: red teams 11, 12)."""
+    for line in text.splitlines():
+        stripped = line.lstrip()
+        if stripped.startswith("del") and stripped[3:4] in ("", " ", "\t", "("):
+            return True
+        if "=" not in line:
+            continue
+        left = line.split("=", 1)[0]
+        if line[len(left) + 1:len(left) + 2] == "=" or left.endswith(("!", "<", ">")):
+            continue  # a comparison
+        targets = [t.strip() for t in left.split(",")]
+        if any(t.startswith(STORE_ROOTS) for t in targets) or "".join(left.split()).endswith(_REPORTED_ATTRS):
+            return True
+    return False
 # configuration a notebook may set on torch without replacing anything of it
 ALLOWED_STORES = ("torch.backends.",)
 
@@ -61,11 +79,10 @@ def scan(sub: Submission, lang: str = "en") -> list[dict[str, str]]:
     seen: set[tuple[Any, ...]] = set()
     for unit in sub.units:
         text = unit.text  # as Python reads its names (NFKC)
-        if not any(n in text for n in NEEDLES) and not DEFINES.search(text) and not STORE.search(text):
+        if not any(n in text for n in NEEDLES) and not DEFINES.search(text) and not may_store(text):
             continue
-        try:
-            tree = ast.parse(text)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
+        tree = unit.parsed  # shared with the static analysis; identifiers in it are as Python reads them (NFKC)
+        if isinstance(tree, Exception):
             continue  # the worker reports what does not load
         for node in ast.walk(tree):
             for msgid, params in _signs(node):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import functools
 import io
 import json
@@ -22,6 +23,7 @@ MAX_NOTEBOOK_BYTES = 32 * 1024 * 1024  # a notebook file, outputs included (they
 # that the trusted side analyses, so a million empty cells would cost a minute of its CPU. The same bound as the
 # cell labels a worker may name in one load error (grader.sandbox.wire.MAX_CELLS, not imported: it pulls torch).
 MAX_CODE_CELLS = 4096
+MAX_HELPER_FILES = 256  # .py files beside the step files in a folder
 MAGIC = re.compile(r"^\s*([%!]|\?\?|\w+\?$)")  # %magic, %%cell, !shell, obj?
 
 
@@ -48,6 +50,16 @@ class Unit:
     module: str  # module name the worker gives it ("causal_attention", "submission", "notebook")
     label: str  # how the learner knows it: "causal_attention.py", "cell 7"
     source: str
+
+    @functools.cached_property
+    def parsed(self) -> ast.Module | Exception:
+        """The source's parse, made once for every reader (the static analysis, the flags), or why there is none:
+        SyntaxError or ValueError (the worker reports what does not load), RecursionError or MemoryError (too deep
+        for this process: a fact that needs it is not vouched for)."""
+        try:
+            return ast.parse(self.source)
+        except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+            return exc
 
     @functools.cached_property
     def text(self) -> str:
@@ -205,9 +217,16 @@ def read_submission(path: str | Path) -> Submission:
         units = [Unit(s.id, s.file, _read_text(p / s.file)) for s in STEPS if _regular(p / s.file)]
         # helper modules the learner may import from their own files
         known = {s.file for s in STEPS}
-        extra = [Unit(f.stem, f.name, _read_text(f)) for f in sorted(p.glob("*.py"))
-                 if f.name not in known and f.stem.isidentifier() and not f.name.startswith(("test_", "conftest"))
-                 and _regular(f)]
+        helpers = [f for f in sorted(p.glob("*.py")) if f.name not in known and f.stem.isidentifier()
+                   and not f.name.startswith(("test_", "conftest")) and _regular(f)]
+        if len(helpers) > MAX_HELPER_FILES:
+            raise SubmissionError(_("the folder has {n} helper modules; the limit is {limit}").format(
+                n=len(helpers), limit=MAX_HELPER_FILES), "too_large")
+        extra = [Unit(f.stem, f.name, _read_text(f)) for f in helpers]
+        size = sum(len(u.source.encode("utf-8", "surrogatepass")) for u in units + extra)
+        if size > MAX_SOURCE_BYTES:  # the folder's code together, as a notebook's cells are (red team 12)
+            raise SubmissionError(_("the folder's code is {size} bytes; the limit is {limit}").format(
+                size=size, limit=MAX_SOURCE_BYTES), "too_large")
         return Submission(p, "dir", units + extra if units else [], notes)
     if p.suffix == ".py":
         return Submission(p, "py", [Unit("submission", shown(p.name), _read_text(p))])

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ast
-import contextlib
+import bisect
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -66,6 +66,7 @@ _TRIGGERS = (*DYNAMIC_BUILTINS, *DYNAMIC_METHODS, *DYNAMIC_DUNDERS, *DYNAMIC_ATT
              "setattr", "getattr", "delattr", *LOOP_FREE)
 
 
+_IDENTIFIER = re.compile(r"\w+")
 _STAR = re.compile(r"import[\s\\]*\*")  # `import *`, `import*`, `import \\` + newline + `*`
 
 
@@ -101,7 +102,6 @@ class _Namespaces:
         # units this process could not parse for want of stack or memory: the worker, whose stack is shallower and
         # whose recursion limit the learner's own code may raise, can still load them
         self.unread: set[str] = set()
-        self.trees: dict[int, ast.Module] = {}  # id(unit) -> its parse, for the scan of run-time bindings
         # module -> name -> every value it was ever bound to: code reads a name when it runs, not when it is
         # written, so a name a function refers to is followed to all of them (`f = [_loopy][0]`, then a new _loopy)
         self.history: dict[str, dict[str, list[_Ref]]] = {}
@@ -126,8 +126,9 @@ class _Namespaces:
         for unit in self.units[module]:  # a notebook's cells run one after the other in one namespace
             touched.clear()
             try:
-                tree = ast.parse(unit.source)
-                self.trees[id(unit)] = tree
+                tree = unit.parsed
+                if isinstance(tree, Exception):
+                    raise tree
                 # a cell that raises halfway leaves what it bound so far, and the next cells still run: none of
                 # a cell's bindings is sure to replace the one before. Whether it raised, only the worker knows,
                 # and what the learner's code leaves of the worker's records can be forged (red team 9)
@@ -497,12 +498,13 @@ def _called(call: ast.Call) -> str:
     return f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
 
 
-def _dynamic_lines(tree: ast.AST, read: frozenset[str] = frozenset()) -> list[int]:
+def _dynamic_lines(tree: ast.AST, read: frozenset[str] = frozenset(), unsafe: _Unsafe | None = None) -> list[int]:
     """Lines that may bind names where the symbolic run cannot see: a call of a DYNAMIC_BUILTINS name or of a
     DYNAMIC_METHODS method, setattr or getattr by a name that may be an unsafe one (_may_be_unsafe), a read of a
     DYNAMIC_ATTRS attribute or of `__builtins__`, `sys.modules`, an import of `builtins`, and an assignment to a
     DYNAMIC_DUNDERS attribute or to an attribute named like a loop-free function."""
     lines = []
+    unsafe = unsafe or _Unsafe(read)
     scopes: dict[int, dict[str, set[str]]] | None = None  # call -> its function's loop variables, when needed
     callees: set[int] = set()  # ast.walk visits a call before its callee
     # `import sys as s`: s.modules is sys.modules (the aliases are known once the one walk is done)
@@ -521,7 +523,7 @@ def _dynamic_lines(tree: ast.AST, read: frozenset[str] = frozenset()) -> list[in
             if isinstance(f, ast.Name):
                 if f.id in ("setattr", "getattr"):
                     scopes = _loops_by_call(tree) if scopes is None else scopes
-                    if len(n.args) < 2 or _may_be_unsafe(n.args[1], scopes.get(id(n), {}), read):
+                    if len(n.args) < 2 or _may_be_unsafe(n.args[1], scopes.get(id(n), {}), unsafe):
                         lines.append(n.lineno)
                 elif f.id in DYNAMIC_BUILTINS:
                     lines.append(n.lineno)
@@ -586,12 +588,31 @@ def _opens_a_namespace(n: ast.AST) -> bool:
 
 def _loops_by_call(tree: ast.AST) -> dict[int, dict[str, set[str]]]:
     """For each call inside a function, that innermost function's _constant_loops. A module-level name is never
-    pinned down: another cell or file may rebind it before a function reads it."""
+    pinned down: another cell or file may rebind it before a function reads it. One walk: each function's own
+    scope is read once (a walk of each whole subtree cost depth x size: 95 nested defs, 3 minutes; red team 12)."""
     out: dict[int, dict[str, set[str]]] = {}
-    for fn in ast.walk(tree):  # outer functions first: an inner one's calls are then overwritten with its own
-        if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
-            loops = _constant_loops(fn)
-            out.update((id(c), loops) for c in ast.walk(fn) if isinstance(c, ast.Call))
+    todo: list[tuple[ast.AST, dict[str, set[str]] | None]] = [(tree, None)]
+    while todo:
+        node, loops = todo.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            loops = _constant_loops(node)
+        elif isinstance(node, ast.Call) and loops is not None:
+            out[id(node)] = loops
+        todo.extend((c, loops) for c in ast.iter_child_nodes(node))
+    return out
+
+
+def _own_scope(fn: ast.AST) -> list[ast.AST]:
+    """`fn` and what it holds, short of the bodies of the functions (and classes) defined inside it: their names
+    are their own."""
+    out: list[ast.AST] = []
+    todo = [fn]
+    while todo:
+        n = todo.pop()
+        out.append(n)
+        if n is not fn and isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
+            continue  # its name (and decorators, defaults) belong here; what it binds inside does not
+        todo.extend(ast.iter_child_nodes(n))
     return out
 
 
@@ -602,7 +623,8 @@ def _constant_loops(tree: ast.AST) -> dict[str, set[str]]:
     strings: dict[str, set[str]] = {}
     other: set[str] = set()
     targets: set[int] = set()
-    for n in ast.walk(tree):
+    nodes = _own_scope(tree)
+    for n in nodes:
         if isinstance(n, ast.For | ast.AsyncFor | ast.comprehension) and isinstance(n.target, ast.Name):
             targets.add(id(n.target))
             it = n.iter
@@ -611,7 +633,7 @@ def _constant_loops(tree: ast.AST) -> dict[str, set[str]]:
                 strings.setdefault(n.target.id, set()).update(e.value for e in it.elts)  # type: ignore[attr-defined]
             else:
                 other.add(n.target.id)
-    for n in ast.walk(tree):
+    for n in nodes:
         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store | ast.Del) and id(n) not in targets:
             other.add(n.id)
         elif isinstance(n, ast.arg):
@@ -641,17 +663,30 @@ def _prefix(expr: ast.expr) -> str | None:
     return None
 
 
-def _may_be_unsafe(expr: ast.expr, loops: dict[str, set[str]], read: frozenset[str] = frozenset()) -> bool:
+class _Unsafe:
+    """_UNSAFE_NAMES and the names the loop-free functions read, made once per reading: a set, and the same names
+    sorted to find one that starts with a prefix in log time (a scan of all of them per setattr cost reads x
+    setattrs: red team 12)."""
+
+    def __init__(self, read: frozenset[str] = frozenset()):
+        self.names = _UNSAFE_NAMES | read
+        self.sorted = sorted(self.names)
+
+    def starts_with(self, prefix: str) -> bool:
+        i = bisect.bisect_left(self.sorted, prefix)
+        return i < len(self.sorted) and self.sorted[i].startswith(prefix)
+
+
+def _may_be_unsafe(expr: ast.expr, loops: dict[str, set[str]], unsafe: _Unsafe) -> bool:
     """May this attribute name (setattr's or getattr's second argument) be one of _UNSAFE_NAMES? Only a name the
     text pins down is safe: a constant, a loop variable over written-out strings, or a string that starts with
     something no unsafe name starts with (f"layer_{i}", "b" + name)."""
-    unsafe = _UNSAFE_NAMES | read
     if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
-        return expr.value in unsafe
+        return expr.value in unsafe.names
     if isinstance(expr, ast.Name) and expr.id in loops:
-        return bool(loops[expr.id] & unsafe)
+        return bool(loops[expr.id] & unsafe.names)
     prefix = _prefix(expr)
-    return not prefix or any(u.startswith(prefix) for u in unsafe)
+    return not prefix or unsafe.starts_with(prefix)
 
 
 def analyse(sub: Submission) -> dict[str, Any]:
@@ -687,22 +722,17 @@ def analyse(sub: Submission) -> dict[str, Any]:
     # unit naming none of the triggers has nothing to find: it is not walked (a walk is ~1 ms a notebook cell)
     dynamic = []
     read = frozenset(spaces.read - {"self", "cls"})
-    # a write to one of those is an attribute, `.name` (spaces, a line continuation or a comment may stand between
-    # inside brackets), or a setattr (a trigger): `torch`, read everywhere, is rarely an attribute anywhere
-    names = "|".join(map(re.escape, sorted(read)))
-    # a comment runs to its line's end: `#[^\n]*` alone let a run of '#' split many ways (exponential backtracking)
-    written = re.compile(r"\.(?:[\s\\]|#[^\n]*(?:\n|$))*(?:" + names + r")\b") if read else None
+    # a write to one of those is an attribute (`.name`, with anything Python allows between: a line continuation, a
+    # comment inside brackets) or a setattr (a trigger): a unit that names one at all is walked. (A regex for
+    # `.name` across comments backtracked, exponentially and then quadratically: red teams 11, 12)
+    unsafe = _Unsafe(read)
     for unit in sub.units:
-        if not any(t in unit.text for t in _TRIGGERS) and not (written and written.search(unit.text)):
+        if not any(t in unit.text for t in _TRIGGERS) and read.isdisjoint(_IDENTIFIER.findall(unit.text)):
             continue
-        tree = spaces.trees.get(id(unit))
-        if tree is None:
-            # a unit that does not parse here is reported above (unread) or by the worker
-            with contextlib.suppress(SyntaxError, ValueError, RecursionError, MemoryError):
-                tree = ast.parse(unit.source)
-        if tree is not None:
+        tree = unit.parsed  # a unit that does not parse here is reported above (unread) or by the worker
+        if not isinstance(tree, Exception):
             try:
-                dynamic += [f"{line} ({unit.label})" for line in _dynamic_lines(tree, read)]
+                dynamic += [f"{line} ({unit.label})" for line in _dynamic_lines(tree, read, unsafe)]
             except (RecursionError, MemoryError):  # `setattr(x, a + a + ... + a)`: too deep to tell, never safe
                 spaces.unread.add(unit.label)
     return {"loops": loops, "unread": sorted(spaces.unread), "dynamic": dynamic[:5], "rebound": rebound}
