@@ -550,6 +550,9 @@ READ_BOMBS = {  # each took the trusted grading process 1-100+ s, with no time-o
     "nested_defs.py": lambda: "\n".join([*(" " * i + f"def f{i}():" for i in range(95)), " " * 95 + "getattr(a, 'b')",
                                          " " * 95 + "a" + ",a" * 100_000]) + "\n",  # a walk per enclosing def
     "setattrs_times_reads.ipynb": _many_setattrs_beside_many_reads,  # every unsafe name scanned per getattr
+    # the review of this change: the file's imports were walked again for every library store
+    "library_stores.py": lambda: VECTORISED + "import torch.nn as nn\nclass M:\n    def __init__(self):\n"
+                                 + "        self.softmax = nn.Softmax(dim=-1)\n" * 20_000,
 }
 
 
