@@ -15,16 +15,27 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import stat
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO
 
-__all__ = ["NotARegularFile", "check_target", "write_atomic", "writing"]
+__all__ = ["NotARegularFile", "check_target", "without_surrogates", "write_atomic", "writing"]
 
 _UMASK = os.umask(0o022)  # read once, at import (os.umask can only be read by setting it), and put back
 os.umask(_UMASK)
+
+
+# a lone surrogate (Python strings may hold one: '\udcff', a name decoded with surrogateescape, a worker's JSON
+# "\udcff") cannot be encoded as UTF-8: every writer of it (a file, a socket, the index) would fail on it
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def without_surrogates(text: str) -> str:
+    """`text` with each lone surrogate replaced by U+FFFD (isascii is O(1): the common case costs nothing)."""
+    return text if text.isascii() else _SURROGATE.sub("\ufffd", text)
 
 
 class NotARegularFile(OSError):

@@ -6,25 +6,21 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from grader.files import without_surrogates
+
 SCHEMA_VERSION = 1
 STATUSES = ("passed", "partial", "failed", "not_started", "error")
 # what a terminal, an editor or a spreadsheet may act on rather than show: C0 but tab and newline, DEL, C1 (some
 # terminals run U+009B as CSI), every bidi control (U+061C, U+200E/F, U+202A-E, U+2066-9) and the Unicode line
 # and paragraph separators
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
-# a lone surrogate (Python strings may hold one: '\udcff', a name decoded with surrogateescape) cannot be
-# encoded as UTF-8: every writer of a report (a file, a socket) would fail on it
-_SURROGATE = re.compile(r"[\ud800-\udfff]")
 MAX_TEXT = 600
 
 
 def clean(text: str, limit: int = MAX_TEXT) -> str:
     """Messages may quote learner output: strip control characters, replace lone surrogates with U+FFFD, cap
     the length."""
-    text = str(text)
-    if not text.isascii():  # O(1): the common case skips the surrogate scan
-        text = _SURROGATE.sub("\ufffd", text)
-    text = _CONTROL.sub("", text)
+    text = _CONTROL.sub("", without_surrogates(str(text)))
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

@@ -26,7 +26,6 @@ import collections
 import contextlib
 import json
 import os
-import re
 import selectors
 import shutil
 import signal
@@ -40,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from grader import i18n
-from grader.files import write_atomic
+from grader.files import without_surrogates, write_atomic
 from grader.grading.report import clean
 from grader.i18n import N_, _
 from grader.instructor.discovery import (
@@ -79,7 +78,6 @@ GRADING_ENTRY = f"{__name__}:grading_process"  # what the zygote runs in a gradi
 _MAX_MESSAGE = 256 * 1024 * 1024  # a chunk's reports
 # the other end is gone, or what it sent is garbled (not JSON, not UTF-8); never a failure to encode our own message
 _LOST = (EOFError, OSError, ChannelError, json.JSONDecodeError, UnicodeDecodeError)
-_SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
 def _encode(obj: Any) -> bytes:
@@ -92,8 +90,7 @@ def _encode_results(obj: Any) -> bytes:
     """What a grading process sends back, as UTF-8 JSON with every lone surrogate made U+FFFD: learner text that
     reached a report without report.clean (a notebook's magic line quoted in a note) could otherwise not be
     written by the coordinating process (a report file, the index) and would stop the whole batch."""
-    text = json.dumps(obj, ensure_ascii=False, allow_nan=False)
-    return (text if text.isascii() else _SURROGATE.sub("\ufffd", text)).encode()
+    return without_surrogates(json.dumps(obj, ensure_ascii=False, allow_nan=False)).encode()
 
 
 def _send(sock: socket.socket, obj: Any) -> None:

@@ -14,12 +14,12 @@ take it. A document that does not fit is refused with `Malformed`, whose text sa
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Collection, Mapping
 from typing import Any
 
 import torch
 
+from grader.files import without_surrogates
 from grader.i18n import _
 from grader.registry import ALL_NAMES
 
@@ -65,13 +65,7 @@ ANSWER_KEYS = frozenset({"cases", "cpu", "output_dropped"})
 CASE_KEYS = frozenset({"status", "facts", "message", "msgid", "params", "exception", "where", "ms"})
 
 
-_SURROGATE = re.compile(r"[\ud800-\udfff]")
-
-
-def _text(v: str) -> str:
-    """`v` with each lone surrogate replaced by U+FFFD (isascii is O(1): the common case costs nothing)."""
-    return v if v.isascii() else _SURROGATE.sub("\ufffd", v)
-
+_text = without_surrogates  # a worker's JSON "\udcff" is a lone surrogate here: repaired, never refused
 
 def _scrub(x: Any) -> Any:
     """Plain JSON with every string and key through _text (its depth is bounded by the caller)."""
