@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import gc
+import os
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -18,7 +19,15 @@ from grader.grading import diagnose, flags, ingest, static
 from grader.grading.report import CheckResult, Report, StepResult, clean
 from grader.grading.runner import run_jobs
 from grader.i18n import _
-from grader.pool.session import InfrastructureError, WeakSandbox, Worker, WorkerLost, missing_layers
+from grader.pool.session import (
+    InfrastructureError,
+    WeakSandbox,
+    Worker,
+    WorkerLost,
+    missing_layers,
+    refusal,
+    required_layers,
+)
 from grader.registry import BY_ID, STEPS, Step
 from grader.sandbox import channel, wire
 from grader.settings import DEFAULT_TIMEOUT, LOAD_TIMEOUT, grader_version, resolve_secret
@@ -48,14 +57,57 @@ def prepared(secret: str) -> tuple[dict[str, dict[str, Case]], dict[str, dict[st
     results: dict[str, dict[str, CaseResult]] = {}
     for step_id, cases in plans.items():
         results[step_id] = {}
-        for name, case in cases.items():
-            doc, tensors = worker.run_case(ref, _as_doc(name, case), case.inputs, set())
-            results[step_id][name] = _case_result(doc, tensors)
+        # a step that builds on earlier ones runs on the public stand-ins, as the learner's does in the worker
+        with reference.standins_for(ref, BY_ID[step_id]) as view:
+            for name, case in cases.items():
+                doc, tensors = worker.run_case(view, _as_doc(name, case), case.inputs, set())
+                results[step_id][name] = _case_result(doc, tensors)
         probes.clear_kept()  # as the worker does after each step (grader.worker.serve)
     torch.manual_seed(0)
     gc.collect()
     gc.freeze()  # torch's and the reference's objects live for good: later collections skip them
     return plans, results
+
+
+@functools.lru_cache(maxsize=8)
+def prepared_own_build(secret: str) -> dict[str, dict[str, CaseResult]]:
+    """For the steps that build on earlier ones: the reference's results with the real earlier steps (not the
+    stand-ins), for a learner whose code builds its own (a wrapper of their own for exercise 3.2): trusted side
+    only, never sent anywhere. `judge` grades such a step against whichever of the two its outputs match."""
+    from grader.grading import reference
+    from grader.worker import serve as worker
+
+    plans, _refs = prepared(secret)
+    ref = reference.namespace()
+    results: dict[str, dict[str, CaseResult]] = {}
+    for step in STEPS:
+        if step.uses:
+            results[step.id] = {}
+            for name, case in plans[step.id].items():
+                doc, tensors = worker.run_case(ref, _as_doc(name, case), case.inputs, set())
+                results[step.id][name] = _case_result(doc, tensors)
+            probes.clear_kept()
+    torch.manual_seed(0)
+    return results
+
+
+def _matching(learner: dict[str, CaseResult], *candidates: dict[str, CaseResult]) -> dict[str, CaseResult]:
+    """The candidate reference results that the most of the learner's cases equal (the first on a tie)."""
+    def agree(ref: dict[str, CaseResult]) -> int:
+        n = 0
+        for name, mine in learner.items():
+            theirs = ref.get(name)
+            if theirs is None or mine.status != "ok" or not theirs.tensors:
+                continue
+            same = all(k in mine.tensors and isinstance(mine.tensors[k], torch.Tensor)
+                       and mine.tensors[k].shape == t.shape and mine.tensors[k].dtype == t.dtype
+                       and bool(torch.allclose(mine.tensors[k], t, atol=1e-5, rtol=1e-4))
+                       for k, t in theirs.tensors.items())
+            n += same
+        return n
+
+    scores = [agree(c) for c in candidates]
+    return candidates[scores.index(max(scores))]
 
 
 @functools.lru_cache(maxsize=8)
@@ -90,25 +142,11 @@ def _msgid(entry: dict[str, Any]) -> dict[str, Any]:
 
 
 def request(step: Step, cases: dict[str, Case]) -> bytes:
-    """A step's request. One that builds on earlier steps carries their reference source: `_collect` sends it
-    only after every step in an earlier phase has answered, so no reference reaches a worker while the
-    verdict of the step it belongs to can still change."""
-    from grader.grading import reference
-
+    """A step's request: the names it reads, the earlier names it builds on (the worker puts the public stand-ins
+    of grader.worker.standins there), and its cases' inputs. Never any reference code or output."""
     tensors = {f"{name}/{k}": v for name, case in cases.items() for k, v in case.inputs.items()}
-    doc = {"names": list(step.names), "uses": list(step.uses), "cases": [_as_doc(n, c) for n, c in cases.items()],
-           "reference": reference.units_for(step.uses) if step.uses else []}
+    doc = {"names": list(step.names), "uses": list(step.uses), "cases": [_as_doc(n, c) for n, c in cases.items()]}
     return channel.encode(tensors, doc)
-
-
-def _phases(steps: list[Step]) -> list[list[Step]]:
-    """Steps grouped by how deep they build on others (grader.grading.reference.depth), in order."""
-    from grader.grading.reference import depth
-
-    by_depth: dict[int, list[Step]] = {}
-    for s in steps:
-        by_depth.setdefault(depth(s), []).append(s)
-    return [by_depth[d] for d in sorted(by_depth)]
 
 
 def _parse_response(cases: dict[str, Case], tensors: dict[str, torch.Tensor], doc: Any) -> dict[str, CaseResult]:
@@ -165,6 +203,25 @@ class Collected:
         self.static: dict[str, Any] = {}
         self.notes: list[str] = []
         self.flags: list[dict[str, str]] = []  # signs of studying the grader, for the instructor (grading/flags.py)
+        self.sandbox: dict[str, Any] = {}  # what confined its worker (sandbox_record); empty when none ran
+
+
+def strong_required(config: dict[str, Any], secret: str | None) -> bool:
+    """Does this grading need the strong sandbox? Always with a course secret (every instructor path: grade,
+    batch, Gradescope, PrairieLearn, nbgrader), unless the instructor waived it (`require_strong: False`, what
+    --allow-weak-sandbox sets); `require_strong: True` asks for it without a secret."""
+    if os.environ.get("ATTN_KATA_ALLOW_WEAK_SANDBOX") == "1":  # the instructor's waiver, for platform scripts
+        return False
+    asked = config.get("require_strong")
+    return bool(resolve_secret(secret)) if asked is None else asked is True
+
+
+def worker_config(config: dict[str, Any], secret: str | None) -> dict[str, Any]:
+    """The worker's set-up: with the needs it must meet (alternatives per need) when the strong sandbox is
+    required, so that it refuses to import a line of the submission where its own layers fall short."""
+    context = str(config.get("context", "host"))
+    needs = [list(any_of) for any_of in required_layers(context).values()] if strong_required(config, secret) else []
+    return {**config, "required": needs}
 
 
 class Started:
@@ -190,7 +247,7 @@ class Started:
         self.units = [(u.module, u.label, u.source) for u in self.sub.units]
         if spawn:
             with contextlib.suppress(InfrastructureError):  # collect() tries again, and says why if it fails
-                self.worker = Worker(self.units, config or {})
+                self.worker = Worker(self.units, worker_config(config or {}, None))
         # the text alone, here while the worker confines itself and imports the code
         self.col.static = static.analyse(self.sub)
         self.col.flags = flags.scan(self.sub, lang)
@@ -242,15 +299,20 @@ def _collect(started: Started, *, secret: str | None, timeout: float, lang: str,
             for s in todo:
                 col.results[s.id] = _blank(s, "error", "timeout", msg, lang)
             break
-        worker, started.worker = started.worker or Worker(units, config), None  # the first pass: the one started
+        # the first pass: the one started
+        worker, started.worker = started.worker or Worker(units, worker_config(config, secret)), None
         try:
             try:
                 left = LOAD_TIMEOUT if deadline is None else min(LOAD_TIMEOUT, deadline - time.monotonic())
                 layers = worker.confined(left)  # sent before any learner code ran: nothing it does can forge it
-                if config.get("require_strong") and (missing := missing_layers(layers)):
+                context = str(config.get("context", "host"))
+                strong = strong_required(config, secret)
+                col.sandbox = sandbox_record(layers, context, strong)
+                if strong and (missing := missing_layers(layers, context)):
+                    # the worker saw it too and exited without importing the submission (grader.worker.serve)
                     raise WeakSandbox(_("this machine's sandbox lacks what grading with a secret needs: {layers} "
                                         "(see `attn-kata doctor`; --allow-weak-sandbox grades anyway)").format(
-                        layers=", ".join(missing)))
+                        layers=refusal(missing)))
                 hello = worker.hello(left)
                 names, errors = wire.validate_hello(hello)
                 _note_dropped(col, hello)
@@ -275,39 +337,41 @@ def _collect(started: Started, *, secret: str | None, timeout: float, lang: str,
                 else:
                     col.results[step.id] = _blank(step, "not_started", "not_started", _("not started"), lang)
             todo = []
-            phases = _phases(asked)
-            for p, phase in enumerate(phases):
-                # a phase's requests go out only once every earlier answer is in: a later phase carries the
-                # reference of steps judged earlier, which must never be readable while they are judged
-                worker.send_all([requests[s.id] for s in phase])  # answers stream back, one per step
-                for i, step in enumerate(phase):
-                    left = deadline - time.monotonic()
-                    try:
-                        tensors, doc = worker.receive(max(min(timeout, left), 0.001))
-                    except WorkerLost as exc:
-                        msg = {"timeout": _("stopped after {timeout:g} s: is there an infinite loop?"),
-                               "crashed": _("the worker process died ({detail})"),
-                               "unreadable": _("the result could not be read ({detail})")}[exc.reason].format(
-                            timeout=timeout, detail=exc.detail)
-                        if exc.reason == "timeout" and left < timeout:
-                            msg = over_budget
-                        col.results[step.id] = _blank(step, "error", DETAIL_FOR_LOSS[exc.reason], msg, lang)
-                        todo = phase[i + 1:] + [s for later in phases[p + 1:] for s in later]
-                        break
-                    _note_dropped(col, doc)
-                    if oversized := _oversized(tensors, refs[step.id]):
-                        tensors, doc = {}, _oversized_answer(plans[step.id], *oversized)  # let go of them now
-                    cases = _parse_response(plans[step.id], tensors, doc)
-                    if all(r.status == "not_started" for r in cases.values()):
-                        col.results[step.id] = _blank(step, "not_started", "not_implemented",
-                                                      _("raises NotImplementedError"), lang)
-                    else:
-                        col.learner[step.id] = cases
-                if todo:
+            worker.send_all([requests[s.id] for s in asked])  # answers stream back, one per step
+            for i, step in enumerate(asked):
+                left = deadline - time.monotonic()
+                try:
+                    tensors, doc = worker.receive(max(min(timeout, left), 0.001))
+                except WorkerLost as exc:
+                    msg = {"timeout": _("stopped after {timeout:g} s: is there an infinite loop?"),
+                           "crashed": _("the worker process died ({detail})"),
+                           "unreadable": _("the result could not be read ({detail})")}[exc.reason].format(
+                        timeout=timeout, detail=exc.detail)
+                    if exc.reason == "timeout" and left < timeout:
+                        msg = over_budget
+                    col.results[step.id] = _blank(step, "error", DETAIL_FOR_LOSS[exc.reason], msg, lang)
+                    todo = asked[i + 1:]  # the next pass, in a new worker, starts after it
                     break
+                _note_dropped(col, doc)
+                if oversized := _oversized(tensors, refs[step.id]):
+                    tensors, doc = {}, _oversized_answer(plans[step.id], *oversized)  # let go of them now
+                cases = _parse_response(plans[step.id], tensors, doc)
+                if all(r.status == "not_started" for r in cases.values()):
+                    col.results[step.id] = _blank(step, "not_started", "not_implemented",
+                                                  _("raises NotImplementedError"), lang)
+                else:
+                    col.learner[step.id] = cases
         finally:
             worker.close()
     return col
+
+
+def sandbox_record(layers: dict[str, bool], context: str, strong: bool) -> dict[str, Any]:
+    """What confined the code of this report (its `sandbox` key): the backend, the context and whether the strong
+    sandbox was required there, and the layers the worker observed of itself before any learner code ran."""
+    return {"backend": "linux", "context": context, "strong_required": strong,
+            "layers": sorted(k for k, v in layers.items() if v is True),
+            "missing": missing_layers(layers, context)}
 
 
 def _oversized(tensors: dict[str, torch.Tensor], refs: dict[str, CaseResult]) -> tuple[int, int] | None:
@@ -357,11 +421,18 @@ def _detail_text(cases: dict[str, CaseResult]) -> tuple[str, str]:
 
 def judge(collected: list[Collected], *, secret: str | None = None) -> list[Report]:
     """Run the checks on many submissions' outputs in one pytest session (trusted process only)."""
-    plans, ref_results = prepared(resolve_secret(secret))
+    plans, stand_in_results = prepared(resolve_secret(secret))
+    own_build: dict[str, dict[str, CaseResult]] = {}
+    chosen: dict[tuple[int, str], dict[str, CaseResult]] = {}  # (submission, step) -> the reference results it meets
     jobs = []
     for i, col in enumerate(collected):
         for sid, cases in col.learner.items():
-            outcome = Outcome(sid, plans[sid], cases, ref_results[sid], col.static, lang=col.lang)
+            refs = stand_in_results[sid]
+            if BY_ID[sid].uses:  # built on the stand-ins, or on code of its own (real earlier steps)
+                own_build = own_build or prepared_own_build(resolve_secret(secret))
+                refs = _matching(cases, refs, own_build[sid])
+            chosen[i, sid] = refs
+            outcome = Outcome(sid, plans[sid], cases, refs, col.static, lang=col.lang)
             jobs.append((f"{i}::{sid}", checks.CHECKS[sid], outcome))
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # the checks touch small tensors: threads cost more than they bring
@@ -387,9 +458,9 @@ def judge(collected: list[Collected], *, secret: str | None = None) -> list[Repo
                                       message)
             if status != "passed":  # name the classic mistake the outputs show, if any
                 results[sid].diagnoses = diagnose.diagnose(
-                    Outcome(sid, plans[sid], col.learner[sid], ref_results[sid], col.static), col.lang)
+                    Outcome(sid, plans[sid], col.learner[sid], chosen[i, sid], col.static), col.lang)
         reports.append(Report(col.display, [results[s.id] for s in col.step_list], notes=col.notes, flags=col.flags,
-                              grader_version=version))
+                              grader_version=version, sandbox=col.sandbox))
     return reports
 
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import sys
+import types
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -43,22 +46,40 @@ def defining_step(name: str) -> Step:
     return next(s for s in STEPS if name in s.names)
 
 
-def units_for(uses: tuple[str, ...]) -> list[tuple[str, str, str]]:
-    """The reference modules a worker needs for a step that builds on `uses`: the steps defining those
-    names and, transitively, the steps those build on (solutions/multihead_wrapper.py imports
-    causal_attention). Sent to a worker only once the verdicts of all of these steps are final."""
-    root = solutions_dir()
-    order: list[Step] = []
-    todo = [defining_step(n) for n in uses]
-    while todo:
-        s = todo.pop()
-        if s not in order:
-            order.append(s)
-            todo += [defining_step(n) for n in s.uses]
-    order.sort(key=lambda s: s.number)
-    return [(s.id, f"reference/{s.file}", (root / s.file).read_text(encoding="utf-8")) for s in order]
+@contextlib.contextmanager
+def standins_for(ns: dict[str, Any], step: Step) -> Iterator[dict[str, Any]]:
+    """The reference namespace with the public stand-ins (grader.worker.standins) in place of the earlier steps'
+    names `step` builds on, also where the reference's own code looks them up (its modules' globals: they are out
+    of sys.modules, so through the functions' __globals__). The worker does the same to the learner's code."""
+    from grader.worker.standins import STANDINS
+
+    if not step.uses:
+        yield ns
+        return
+    saved: list[tuple[dict[str, Any], str, Any]] = []
+    for name in step.names:
+        for globs in _globals_of(ns[name]):
+            for use in step.uses:
+                saved.append((globs, use, globs.get(use, _ABSENT)))
+                globs[use] = STANDINS[use]
+    try:
+        yield {**ns, **{use: STANDINS[use] for use in step.uses}}
+    finally:
+        for globs, use, old in reversed(saved):
+            if old is _ABSENT:
+                globs.pop(use, None)
+            else:
+                globs[use] = old
 
 
-def depth(step: Step) -> int:
-    """0 for a step that builds on nothing; else one more than the deepest step it builds on."""
-    return 0 if not step.uses else 1 + max(depth(defining_step(n)) for n in step.uses)
+_ABSENT = object()
+
+
+def _globals_of(obj: Any) -> list[dict[str, Any]]:
+    """The module globals a reference function or class reads its free names from."""
+    if isinstance(obj, type):
+        funcs = [f for f in vars(obj).values() if isinstance(f, types.FunctionType)]
+    else:
+        funcs = [obj] if isinstance(obj, types.FunctionType) else []
+    out: dict[int, dict[str, Any]] = {id(f.__globals__): f.__globals__ for f in funcs}
+    return list(out.values())

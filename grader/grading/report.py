@@ -66,6 +66,8 @@ class Report:
     schema_version: int = SCHEMA_VERSION
     # [{"where", "what"}]: code that studies the grader (grader/grading/flags.py), for a human to look at; no score
     flags: list[dict[str, str]] = field(default_factory=list)
+    # what confined the worker that ran this code (grader.grading.engine.sandbox_record); empty when none ran
+    sandbox: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         # a note may quote the learner's text (a notebook's magic line): cleaned like every message
@@ -88,5 +90,6 @@ class Report:
             "grader_version": self.grader_version,
             "notes": self.notes,
             "flags": [dict(f) for f in self.flags],
+            "sandbox": dict(self.sandbox),
             "steps": [s.to_dict() for s in self.steps],
         }

@@ -174,7 +174,10 @@ def _run_autograder(root: Path, lang: str) -> Path:
         return results
     try:
         # hidden cases drawn from this upload's content: feedback read off one attempt is no use in the next
-        report = engine.grade(target, lang=lang, secret=per_submission(resolve_secret(None), root / "submission"))
+        course = resolve_secret(None)
+        # one upload per container: the strong sandbox of that context, checked before any of its code runs
+        report = engine.grade(target, lang=lang, secret=per_submission(course, root / "submission"),
+                              config={"context": "container", "require_strong": bool(course)})
         doc = reporters.gradescope(report, time.monotonic() - start)
         doc["output"] = _("Graded {path}").format(
             path=target.relative_to(root / "submission") if target != root / "submission" else ".")

@@ -182,8 +182,12 @@ def _run(root: Path, lang: str) -> Path:
         from grader.settings import resolve_secret
 
         # hidden cases drawn from this upload's content: feedback read off one attempt is no use in the next
-        secret = per_submission(resolve_secret(None), student)
-        doc = reporters.prairielearn(engine.grade(target, lang=lang, secret=secret), lang)
+        course = resolve_secret(None)
+        secret = per_submission(course, student)
+        # one upload per container: the strong sandbox of that context, checked before any of its code runs
+        report = engine.grade(target, lang=lang, secret=secret,
+                              config={"context": "container", "require_strong": bool(course)})
+        doc = reporters.prairielearn(report, lang)
     except Exception as exc:  # the grader's own failure, not the student's: no attempt used, never a 0
         doc = reporters.not_gradable(_("The autograder failed ({error}). Please tell your instructor.").format(
             error=f"{type(exc).__name__}: {exc}"))

@@ -38,10 +38,43 @@ REQUIRED_LAYERS: dict[str, tuple[str, ...]] = {
 }
 
 
-def missing_layers(layers: Any) -> list[str]:
-    """The needs of REQUIRED_LAYERS that a worker's hello does not show."""
+# Where grading happens decides what it needs: a shared class host ("host": `batch`, `grade`, nbgrader on a
+# JupyterHub) runs many students' workers side by side on one machine; a container per submission ("container":
+# Gradescope, PrairieLearn) holds one student's upload and is thrown away, so what one worker could leave for the
+# next (IPC objects) or take from it (the disk) reaches no classmate there.
+CONTEXTS = ("host", "container")
+NOT_NEEDED_IN: dict[str, set[str]] = {
+    "host": set(),
+    "container": {"disk use capped (private tmpfs)", "nothing shared between workers (IPC namespace)"},
+}
+# what to do about each need, for the refusal
+FIXES: dict[str, str] = {
+    "kata files and /proc unreadable (Landlock)": "Linux 5.13+ with Landlock enabled (lsm=landlock); in Docker, "
+    "version 23 or later (older seccomp profiles block Landlock's calls)",
+    "no new sockets (seccomp)": "a kernel with seccomp filters (CONFIG_SECCOMP_FILTER)",
+    "disk use capped (private tmpfs)": "run the batch as root (the worker then drops to an unprivileged uid), "
+    "or grade each submission in a container of its own",
+    "nothing shared between workers (IPC namespace)": "run the batch as root, or grade each submission in a "
+    "container of its own",
+}
+
+
+def required_layers(context: str = "host") -> dict[str, tuple[str, ...]]:
+    """The needs of grading with a secret in `context` ("host" or "container"), each with its alternatives."""
+    skip = NOT_NEEDED_IN.get(context, set())
+    return {need: any_of for need, any_of in REQUIRED_LAYERS.items() if need not in skip}
+
+
+def missing_layers(layers: Any, context: str = "host") -> list[str]:
+    """The needs of `required_layers(context)` that a worker's observed layers do not show."""
     layers = layers if isinstance(layers, dict) else {}
-    return [need for need, any_of in REQUIRED_LAYERS.items() if not any(layers.get(k) is True for k in any_of)]
+    return [need for need, any_of in required_layers(context).items()
+            if not any(layers.get(k) is True for k in any_of)]
+
+
+def refusal(missing: list[str]) -> str:
+    """One line per missing need, with what to do about it."""
+    return "; ".join(f"{need} (needs {FIXES[need]})" if need in FIXES else need for need in missing)
 
 
 class WorkerLost(Exception):

@@ -23,7 +23,7 @@ import torch
 from grader.registry import ALL_NAMES
 from grader.sandbox import channel
 from grader.sandbox import confine as sandbox
-from grader.worker import probes
+from grader.worker import probes, standins
 
 MAX_MESSAGE = 500
 _ABSENT = object()
@@ -98,31 +98,10 @@ def load_units(units: list[tuple[str, str, str]]) -> tuple[dict[str, Any], dict[
     return ns, errors
 
 
-def load_reference(units: list[tuple[str, str, str]], uses: list[str]) -> dict[str, Any]:
-    """The reference of earlier steps, as the trusted side sent it for a step that builds on them (only
-    once those steps' results are final). Its modules live in sys.modules only while they load, so the
-    learner's own `from causal_attention import ...` keeps finding the learner's module."""
-    finder = UnitFinder(units)
-    modules = [m for m, _, _ in units]
-    saved = {m: sys.modules.pop(m) for m in modules if m in sys.modules}
-    sys.meta_path.insert(0, finder)
-    ref: dict[str, Any] = {}
-    try:
-        for module in modules:
-            mod = importlib.import_module(module)
-            ref.update({n: vars(mod)[n] for n in uses if n in vars(mod)})
-    finally:
-        sys.meta_path.remove(finder)
-        for m in modules:
-            sys.modules.pop(m, None)
-        sys.modules.update(saved)
-    return ref
-
-
 @contextlib.contextmanager
 def substituted(ns: dict[str, Any], names: tuple[str, ...], uses: list[str],
                 ref: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    """Swap the reference in for earlier steps' names, where the learner's code looks them up."""
+    """Swap the stand-ins in for earlier steps' names, where the learner's code looks them up."""
     saved: list[tuple[dict[str, Any], str, Any]] = []
     view = dict(ns)
     for use in uses:
@@ -210,6 +189,11 @@ def serve(sock: socket.socket) -> None:
     # the layers, sent before a line of the submission runs: what the learner's code sends later on this
     # channel can never claim (or deny) a layer
     channel.send_msg(sock, channel.encode({}, {"layers": sandbox.LAYERS}))
+    # where the strong sandbox is required, a worker whose own layers fall short imports nothing: the grader
+    # refuses on the layers just sent, and not a line of the submission has run (each need: its alternatives)
+    required = (setup.get("config") or {}).get("required") or []
+    if not all(any(sandbox.LAYERS.get(k) is True for k in any_of) for any_of in required):
+        return
     units = [tuple(u) for u in setup["units"]]
     labels = {label for _, label, _ in units}
     ns, errors = load_units(units)  # type: ignore[arg-type]
@@ -227,8 +211,8 @@ def serve(sock: socket.socket) -> None:
         report: dict[str, Any] = {}
         out: dict[str, torch.Tensor] = {}
         names = tuple(doc["names"])
-        ref = load_reference([tuple(u) for u in doc.get("reference") or []], doc["uses"]) if doc["uses"] else {}
-        with substituted(ns, names, doc["uses"], ref) as view:
+        # the earlier steps' names are the public stand-ins (grader.worker.standins), never the reference
+        with substituted(ns, names, doc["uses"], standins.STANDINS) as view:
             exhausted = None
             for case in doc["cases"]:
                 cname = case["name"]
