@@ -151,9 +151,9 @@ def main(ctx: click.Context, lang: str | None, no_daemon: bool) -> None:
         if code is not None:  # else it could not answer: grade here, as if there were no daemon
             sys.exit(code)
     if ctx.invoked_subcommand in GRADING_COMMANDS:
-        from grader.pool import zygote
+        from grader.pool import warm
 
-        zygote.warm_up()  # the zygote imports torch while this process goes on
+        warm.warm_up()  # the zygote (or a spare worker) imports torch while this process goes on
     if ctx.invoked_subcommand == "watch" and not client.bypassed(no_daemon):
         client.start_in_background()  # so that the checks after this session are warm too
     from grader.learner import api

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import os
+import sys
 from pathlib import Path
 
 # where `import grader` comes from: a checkout's root (editable install) or site-packages (a wheel)
@@ -14,6 +16,35 @@ KATA_ROOT = BUNDLED_KATA if (BUNDLED_KATA / "solutions").is_dir() else IMPORT_RO
 
 DEFAULT_TIMEOUT = 10.0  # seconds per step, wall clock, enforced from outside the worker
 LOAD_TIMEOUT = 30.0
+BACKENDS = ("linux", "portable")
+
+
+def linux_backend_available() -> bool:
+    """Has this Python what the Linux backend (a zygote forking sandboxed workers) needs?"""
+    import socket
+
+    return (sys.platform.startswith("linux") and hasattr(os, "fork") and hasattr(os, "pidfd_open")
+            and hasattr(socket, "AF_UNIX") and hasattr(socket, "SO_PEERCRED") and os.path.isdir("/proc/self"))
+
+
+def portable_reason() -> str:
+    """Why the portable backend grades here, in a few words."""
+    if os.environ.get("ATTN_KATA_BACKEND", "").strip().lower() == "portable":
+        return "ATTN_KATA_BACKEND=portable"
+    if not sys.platform.startswith("linux"):
+        return f"{sys.platform} has no Linux sandbox"
+    return "this Python lacks what the Linux backend needs (fork, pidfd, Unix sockets, /proc)"
+
+
+@functools.cache
+def backend() -> str:
+    """Which worker backend grades here, decided once: ATTN_KATA_BACKEND (linux or portable) if set, else the Linux
+    backend where it can run and the portable one (grader/pool/portable.py) everywhere else. `attn-kata doctor`
+    shows it and every report records it."""
+    asked = os.environ.get("ATTN_KATA_BACKEND", "").strip().lower()
+    if asked in BACKENDS:
+        return asked if asked != "linux" or linux_backend_available() else "portable"
+    return "linux" if linux_backend_available() else "portable"
 
 
 def grader_version() -> str:

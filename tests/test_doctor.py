@@ -59,7 +59,11 @@ def test_grading_with_a_secret_refuses_a_weak_sandbox(tmp_path: Path) -> None:
     with pytest.raises(WeakSandbox, match="Landlock"):
         engine.grade(sub, secret="k", steps=["dot_scores"],
                      config={"require_strong": True, "skip_layers": ["landlock"]})
-    report = engine.grade(sub, secret="k", steps=["dot_scores"], config={"skip_layers": ["landlock"]})
+    # a secret alone requires it too (every instructor path), before any of the submission runs
+    with pytest.raises(WeakSandbox, match="Landlock"):
+        engine.grade(sub, secret="k", steps=["dot_scores"], config={"skip_layers": ["landlock"]})
+    report = engine.grade(sub, secret="k", steps=["dot_scores"],
+                          config={"skip_layers": ["landlock"], "require_strong": False})
     assert report.steps[0].status == "passed"  # what --allow-weak-sandbox does
     report = engine.grade(sub, secret="k", steps=["dot_scores"], config={"require_strong": True})
     assert report.steps[0].status == "passed"

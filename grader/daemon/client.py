@@ -32,8 +32,8 @@ def bypassed(no_daemon: bool = False) -> bool:
 
 def wanted(command: str | None, args: list[str], no_daemon: bool = False) -> bool:
     """Is this command line one the daemon may answer? `args` are the subcommand's own arguments."""
-    if command not in SERVED or bypassed(no_daemon):
-        return False
+    if command not in SERVED or bypassed(no_daemon) or not protocol.supported():
+        return False  # unsupported (Windows): the command grades in this process
     own = args[:args.index("--")] if "--" in args else args
     return not any(a in ("--secret", "-h", "--help") or a.startswith("--secret=") for a in own)
 
@@ -49,6 +49,8 @@ def argv_for(argv: list[str], lang: str) -> list[str]:
 
 def start_in_background() -> None:
     """Start a daemon unless one answers; do not wait for it (`watch` grades in its own warm process)."""
+    if not protocol.supported():
+        return
     try:
         where = paths.for_this_kata()
         _connect(where).close()

@@ -49,7 +49,37 @@ def receive(sock: socket.socket) -> tuple[dict[str, Any] | None, list[int]]:
 
 
 def peer_uid(sock: socket.socket) -> tuple[int, int]:
-    """(pid, uid) of the process at the other end, as the kernel recorded them when it connected."""
-    pid, uid, _gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
-                                                          struct.calcsize("3i")))
-    return pid, uid
+    """(pid, uid) of the process at the other end, as the kernel recorded them when it connected: SO_PEERCRED on
+    Linux, getpeereid(3) on macOS and the BSDs (pid -1: not told). OSError where neither exists."""
+    if hasattr(socket, "SO_PEERCRED"):
+        pid, uid, _gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
+                                                              struct.calcsize("3i")))
+        return pid, uid
+    getpeereid = _getpeereid()
+    if getpeereid is None:
+        raise OSError("no way to learn a Unix socket peer's uid here")
+    import ctypes
+
+    uid, gid = ctypes.c_uint32(), ctypes.c_uint32()
+    if getpeereid(sock.fileno(), ctypes.byref(uid), ctypes.byref(gid)) != 0:
+        raise OSError(ctypes.get_errno(), "getpeereid failed")
+    return -1, uid.value
+
+
+def _getpeereid() -> Any:
+    """libc's getpeereid, or None (Linux has SO_PEERCRED instead; Windows neither)."""
+    try:
+        import ctypes
+        import ctypes.util
+
+        return ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True).getpeereid
+    except (OSError, AttributeError, TypeError):
+        return None
+
+
+def supported() -> bool:
+    """Can the warm daemon run here? It needs Unix sockets that carry fds (SCM_RIGHTS), fork, and the kernel's
+    word on a peer's uid. Linux and macOS have them; Windows does not: there every check grades in-process."""
+    return (os.name == "posix" and hasattr(socket, "AF_UNIX") and hasattr(socket, "SCM_RIGHTS")
+            and hasattr(socket.socket, "sendmsg") and hasattr(os, "fork")
+            and (hasattr(socket, "SO_PEERCRED") or _getpeereid() is not None))

@@ -22,6 +22,7 @@ from typing import Any
 
 from grader.daemon import command, paths, protocol
 from grader.daemon.fingerprint import fingerprint
+from grader.settings import backend
 
 IDLE_ENV = "ATTN_KATA_DAEMON_IDLE"
 IDLE_DEFAULT = 600.0  # seconds
@@ -107,11 +108,16 @@ class Daemon:
             self.lock_fd = None
 
     def exit(self, why: str) -> None:
-        from grader.pool import zygote
-
         self.release()
         self.log(f"stopping: {why}")
-        zygote.stop()  # it kills and reaps whatever it forked
+        if backend() == "linux":
+            from grader.pool import zygote
+
+            zygote.stop()  # it kills and reaps whatever it forked
+        else:
+            from grader.pool import portable
+
+            portable.stop_spare()
         os._exit(0)
 
     def abandon(self) -> None:
@@ -126,10 +132,15 @@ class Daemon:
     def warm_up(self) -> None:
         """Import and compute once what every command needs: the CLI, torch and the engine with the reference's
         results, the reporters; the zygote starts importing torch meanwhile."""
-        from grader.pool import zygote
+        from grader.pool import warm
 
-        zygote.warm_up()
-        zygote.set_name("attn-daemon")
+        warm.warm_up()
+        if backend() == "linux":
+            from grader.pool import zygote
+
+            zygote.set_name("attn-daemon")
+        else:
+            os.environ["ATTN_KATA_KEEP_WARM"] = "1"  # a spare worker always ready for the next check
         import grader.cli  # noqa: F401
         from grader.grading import engine
         from grader.learner import api  # noqa: F401

@@ -30,7 +30,7 @@ from grader.pool.session import (
 )
 from grader.registry import BY_ID, STEPS, Step
 from grader.sandbox import channel, wire
-from grader.settings import DEFAULT_TIMEOUT, LOAD_TIMEOUT, grader_version, resolve_secret
+from grader.settings import DEFAULT_TIMEOUT, LOAD_TIMEOUT, backend, grader_version, portable_reason, resolve_secret
 from grader.worker import probes
 
 __all__ = ["DEFAULT_TIMEOUT", "LOAD_TIMEOUT", "Started", "collect", "grade", "grade_many", "grader_version",
@@ -310,6 +310,11 @@ def _collect(started: Started, *, secret: str | None, timeout: float, lang: str,
                 col.sandbox = sandbox_record(layers, context, strong)
                 if strong and (missing := missing_layers(layers, context)):
                     # the worker saw it too and exited without importing the submission (grader.worker.serve)
+                    if backend() == "portable":  # no sandbox at all: it never holds a course's secret
+                        raise WeakSandbox(_("grading with a secret needs the Linux sandbox; this machine runs the "
+                                            "portable backend, which confines nothing ({why}). Grade on Linux "
+                                            "(see `attn-kata doctor`), or pass --allow-weak-sandbox").format(
+                            why=portable_reason()))
                     raise WeakSandbox(_("this machine's sandbox lacks what grading with a secret needs: {layers} "
                                         "(see `attn-kata doctor`; --allow-weak-sandbox grades anyway)").format(
                         layers=refusal(missing)))
@@ -369,7 +374,7 @@ def _collect(started: Started, *, secret: str | None, timeout: float, lang: str,
 def sandbox_record(layers: dict[str, bool], context: str, strong: bool) -> dict[str, Any]:
     """What confined the code of this report (its `sandbox` key): the backend, the context and whether the strong
     sandbox was required there, and the layers the worker observed of itself before any learner code ran."""
-    return {"backend": "linux", "context": context, "strong_required": strong,
+    return {"backend": backend(), "context": context, "strong_required": strong,
             "layers": sorted(k for k, v in layers.items() if v is True),
             "missing": missing_layers(layers, context)}
 

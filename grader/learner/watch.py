@@ -1,20 +1,22 @@
 """The learner's loop: `attn-kata watch` (re-grade the current step on save), `reset` and `solution`.
 
 `watch` keeps one process warm: torch imported, the reference's results computed once
-(`engine.prepared`), the zygote started by the CLI; each save grades only the current step in a
-fresh worker forked from the zygote, so feedback comes a fraction of a second after the save.
-Files are polled (mtime, size, inode every 0.1 s); stdin is read with select() in the same
-loop, so typing `n` + Enter never blocks the watching.
+(`engine.prepared`), the zygote (or, on the portable backend, a spare worker) started by the CLI; each save
+grades only the current step in a fresh worker, so feedback comes a fraction of a second after the save.
+Saves are seen through watchfiles (inotify, FSEvents, ReadDirectoryChangesW: every platform, no polling of our
+own), then confirmed by a snapshot of the step files (mtime, size, inode), so the grader's own progress file
+never re-grades; stdin is read by a thread, so typing `n` + Enter never blocks the watching, on any platform.
 """
 
 from __future__ import annotations
 
 import ast
 import os
-import select
+import queue
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import IO, Any
@@ -218,37 +220,65 @@ class Watcher:
         engine.prepared(engine.resolve_secret(self.secret))  # the reference's results, once
         seen = snapshot(self.ws)
         self.grade()
+        typed: queue.Queue[str] = queue.Queue()
         fd = self._stdin_fd()
-        pending = b""
+        if fd is not None:
+            threading.Thread(target=_read_lines, args=(fd, typed), daemon=True).start()
+        import watchfiles
+
+        stop = threading.Event()
         try:
-            while True:
-                if fd is not None:
-                    ready, _, _ = select.select([fd], [], [], self.poll)
-                    if ready:
-                        data = os.read(fd, 4096)  # not readline(): it would buffer lines select() cannot see
-                        if not data:  # EOF: keep watching, stop listening
-                            fd = None
-                            data = b"\n" if pending else b""
-                        pending += data
-                        *lines, pending = pending.split(b"\n")
-                        if not all(self.command(ln.decode("utf-8", "replace")) for ln in lines):
-                            break
-                else:
-                    time.sleep(self.poll)
+            # yields the changes, or an empty set every `poll` seconds (then what was typed is acted on)
+            for _changes in watchfiles.watch(self.ws, stop_event=stop, debounce=40, step=20,
+                                             rust_timeout=max(int(self.poll * 1000), 10), yield_on_timeout=True,
+                                             raise_interrupt=False):
+                if not self._commands(typed):
+                    break
                 now = self._changed(seen)
                 if now is not None:
                     seen = now
                     self.grade()
         except KeyboardInterrupt:
             pass
+        finally:
+            stop.set()
         self.say("bye", "dim", ws=self.ws)
         return 0
+
+    def _commands(self, typed: queue.Queue[str]) -> bool:
+        """Act on every line typed since the last look; False to quit."""
+        while True:
+            try:
+                line = typed.get_nowait()
+            except queue.Empty:
+                return True
+            if not self.command(line):
+                return False
 
     def _stdin_fd(self) -> int | None:
         try:
             return None if self.stdin.closed else self.stdin.fileno()
         except (AttributeError, OSError, ValueError):
             return None
+
+
+def _read_lines(fd: int, typed: queue.Queue[str]) -> None:
+    """The learner's lines, from a thread (select() on a console does not exist everywhere). At EOF: stop
+    listening, keep watching."""
+    pending = b""
+    while True:
+        try:
+            data = os.read(fd, 4096)  # not readline(): a line typed without Enter stays pending
+        except OSError:
+            return
+        if not data:
+            if pending:
+                typed.put(pending.decode("utf-8", "replace"))
+            return
+        pending += data
+        *lines, pending = pending.split(b"\n")
+        for ln in lines:
+            typed.put(ln.decode("utf-8", "replace"))
 
 
 def watch(*, workspace: str | Path = "exercises", start: str | None = None, lang: str = "en",

@@ -14,8 +14,8 @@ from typing import Any
 
 import torch
 
-from grader.pool.zygote import exit_status, warm_up, zygote  # noqa: F401 - warm_up is part of this API
 from grader.sandbox import channel
+from grader.settings import backend
 
 
 class InfrastructureError(Exception):
@@ -114,7 +114,36 @@ def _workdir() -> str:
     return tempfile.mkdtemp(prefix=f"{WORKDIR_PREFIX}{os.getpid()}-")
 
 
-class Worker:
+def Worker(units: list[tuple[str, str, str]], config: dict[str, Any]) -> Any:
+    """One submission's worker, on the backend this machine grades with (grader.settings.backend)."""
+    if backend() == "portable":
+        from grader.pool.portable import PortableWorker
+
+        return PortableWorker(units, config)
+    return LinuxWorker(units, config)
+
+
+def zygote(fresh: bool = False) -> Any:
+    from grader.pool.zygote import zygote as linux  # the Linux backend only: never imported elsewhere
+
+    return linux(fresh=fresh)
+
+
+def exit_status(raw: Any) -> str:
+    from grader.pool.zygote import exit_status as linux
+
+    return linux(raw)
+
+
+def warm_up() -> None:
+    from grader.pool import warm
+
+    warm.warm_up()
+
+
+class LinuxWorker:
+    backend = "linux"
+
     def __init__(self, units: list[tuple[str, str, str]], config: dict[str, Any]):
         self.sock, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:

@@ -9,6 +9,7 @@ import struct
 import time
 
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024  # a whole step's outputs; far above any honest answer
+HEADER = struct.Struct(">Q")  # every message's length, before it
 
 
 class ChannelError(Exception):

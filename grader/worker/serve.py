@@ -15,14 +15,13 @@ import sys
 import time
 import traceback
 import types
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
 
 from grader.registry import ALL_NAMES
-from grader.sandbox import channel
-from grader.sandbox import confine as sandbox
+from grader.sandbox import channel, common
 from grader.worker import probes, standins
 
 MAX_MESSAGE = 500
@@ -146,7 +145,7 @@ def _msg(msgid: str, **params: Any) -> dict[str, Any]:
 
 def run_case(ns: dict[str, Any], case: dict[str, Any], inputs: dict[str, torch.Tensor],
              labels: set[str]) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
-    sandbox.reset_torch_state(case["seed"])
+    common.reset_torch_state(case["seed"])
     try:
         outputs = probes.PROBES[case["probe"]](ns, inputs, **case["params"])
     except NotImplementedError as exc:
@@ -179,20 +178,21 @@ def run_case(ns: dict[str, Any], case: dict[str, Any], inputs: dict[str, torch.T
     return {"status": "ok", "facts": facts}, tensors
 
 
-def serve(sock: socket.socket) -> None:
-    """Worker main loop: receive the submission, load it, then answer one request per step."""
-    _, setup = channel.decode_request(channel.recv_msg(sock))
+def serve(transport: common.Transport, confine: Callable[[dict[str, Any]], dict[str, bool]]) -> None:
+    """Worker main loop: receive the submission, confine this process (`confine`: the backend's, returning the
+    layers it observes of itself), load the submission, then answer one request per step."""
+    _, setup = channel.decode_request(transport.recv())
     cpu = {"forked": time.process_time()}  # where a worker's CPU goes: benchmarks/bench_grade.py prints it
-    sandbox.confine(setup.get("config") or {})
+    layers = dict(confine(setup.get("config") or {}))
     printed = sys.stdout  # the capped output, taken before any learner code could replace it
     cpu["confined"] = time.process_time()
     # the layers, sent before a line of the submission runs: what the learner's code sends later on this
     # channel can never claim (or deny) a layer
-    channel.send_msg(sock, channel.encode({}, {"layers": sandbox.LAYERS}))
+    transport.send(channel.encode({}, {"layers": layers}))
     # where the strong sandbox is required, a worker whose own layers fall short imports nothing: the grader
     # refuses on the layers just sent, and not a line of the submission has run (each need: its alternatives)
     required = (setup.get("config") or {}).get("required") or []
-    if not all(any(sandbox.LAYERS.get(k) is True for k in any_of) for any_of in required):
+    if not all(any(layers.get(k) is True for k in any_of) for any_of in required):
         return
     units = [tuple(u) for u in setup["units"]]
     labels = {label for _, label, _ in units}
@@ -200,11 +200,11 @@ def serve(sock: socket.socket) -> None:
     kinds = {name: ("class" if isinstance(obj, type) else "callable" if callable(obj) else type(obj).__name__)
              for name, obj in ns.items()}
     cpu["loaded"] = time.process_time()
-    channel.send_msg(sock, channel.encode({}, {"names": kinds, "errors": errors, "layers": sandbox.LAYERS,
-                                               "cpu": cpu, "output_dropped": _dropped(printed)}))
+    transport.send(channel.encode({}, {"names": kinds, "errors": errors, "layers": layers, "cpu": cpu,
+                                       "output_dropped": _dropped(printed)}))
     while True:
         try:
-            request = channel.recv_msg(sock)
+            request = transport.recv()
         except EOFError:
             return
         tensors, doc = channel.decode_request(request)
@@ -227,9 +227,9 @@ def serve(sock: socket.socket) -> None:
                     exhausted = report[cname]
                 out.update({f"{cname}/{k}": v for k, v in outputs.items()})
         probes.clear_kept()  # a module kept for a later case of this step (probes.module) goes with it
-        sandbox.reset_torch_state(0)
-        channel.send_msg(sock, channel.encode(out, {"cases": report, "cpu": time.process_time(),
-                                                    "output_dropped": _dropped(printed)}))
+        common.reset_torch_state(0)
+        transport.send(channel.encode(out, {"cases": report, "cpu": time.process_time(),
+                                            "output_dropped": _dropped(printed)}))
 
 
 def _dropped(printed: Any) -> bool:
@@ -238,10 +238,17 @@ def _dropped(printed: Any) -> bool:
 
 
 def entry(fd: int) -> None:
-    """Forked from the zygote: never let anything escape as a traceback on the grader's terminal."""
+    """Forked from the zygote (the Linux backend): never let anything escape as a traceback on the grader's
+    terminal."""
     try:
-        serve(socket.socket(fileno=fd))
+        from grader.sandbox import confine as linux
+
+        def confine(config: dict[str, Any]) -> dict[str, bool]:
+            linux.confine(config)
+            return linux.LAYERS
+
+        serve(common.SocketTransport(socket.socket(fileno=fd)), confine)
     except BaseException:
         pass
     finally:
-        sandbox.hard_exit()
+        common.hard_exit()
