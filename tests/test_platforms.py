@@ -1,0 +1,124 @@
+"""The kata wherever learners are (issue 24): macOS and Windows simulated (tests/platform/sim.py removes the
+Linux-only names Python lacks there before the grader is imported), and the portable worker backend scoring the
+whole fixture corpus exactly as the Linux backend does."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from grader.grading import engine
+from grader.pool.session import WeakSandbox
+from grader.settings import backend
+
+ROOT = Path(__file__).resolve().parent.parent
+SIM = ROOT / "tests" / "platform" / "sim.py"
+FIXTURES = ROOT / "tests" / "fixtures"
+
+
+def _attn(system: str, cwd: Path, *args: str, stdin: str = "") -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ATTN_KATA_")}
+    env |= {"ATTN_KATA_LANG": "en", "OMP_NUM_THREADS": "1", "COLUMNS": "120"}
+    return subprocess.run([sys.executable, str(SIM), system, "-m", "grader", *args], cwd=cwd, env=env,
+                          input=stdin, capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize("system", ["darwin", "win32"])
+def test_the_learners_loop_on_a_simulated_system(system: str, tmp_path: Path) -> None:
+    version = _attn(system, tmp_path, "--version")
+    assert version.returncode == 0 and "attn-kata" in version.stdout, version.stderr
+    assert _attn(system, tmp_path, "init", "ws").returncode == 0
+    ws = tmp_path / "ws"
+    listed = _attn(system, ws, "list")
+    assert listed.returncode == 0 and "dot_scores" in listed.stdout, listed.stderr
+    stub = _attn(system, ws, "check", "dot_scores")
+    assert stub.returncode == 1 and "not started" in stub.stdout, stub.stdout + stub.stderr
+    assert "Traceback" not in stub.stdout + stub.stderr
+    stub_file = next(ws.glob("*dot_scores.py"))
+    shutil.copy(ROOT / "solutions" / "dot_scores.py", stub_file)
+    solved = _attn(system, ws, "check", "dot_scores")
+    assert solved.returncode == 0, solved.stdout + solved.stderr
+    hint = _attn(system, ws, "hint", "softmax")
+    assert hint.returncode == 0 and "hint 1/3" in hint.stdout, hint.stdout + hint.stderr
+    graded = _attn(system, ws, "grade", ".", "--format", "json", "--step", "dot_scores")
+    assert graded.returncode == 0, graded.stderr
+    report = json.loads(graded.stdout)  # exactly one JSON document on stdout
+    assert report["score"] == report["max_score"] == 5
+    assert report["sandbox"]["backend"] == "portable"
+    # watch: graded once at start, then `q` typed; it never needs select() on a console or inotify of its own
+    watched = _attn(system, ws, "watch", "dot_scores", stdin="q\n")
+    assert watched.returncode == 0, watched.stdout + watched.stderr
+    assert "dot_scores" in watched.stdout and "Traceback" not in watched.stderr
+
+
+@pytest.mark.parametrize("system", ["darwin", "win32"])
+def test_a_secret_is_refused_on_the_portable_backend_with_the_reason(system: str, tmp_path: Path) -> None:
+    sub = tmp_path / "sub.py"
+    shutil.copy(ROOT / "solutions" / "dot_scores.py", sub)
+    out = _attn(system, tmp_path, "grade", str(sub), "--format", "json", "--secret", "course-key")
+    assert out.returncode != 0
+    assert "portable backend" in out.stderr and "Traceback" not in out.stderr, out.stderr
+    assert "course-key" not in out.stdout + out.stderr
+
+
+def _corpus() -> list[Path]:
+    return sorted([*FIXTURES.glob("buggy/*.py"), *FIXTURES.glob("correct/*.py"), FIXTURES / "correct" / "workspace"])
+
+
+SCORES = """
+import json, sys
+from grader.grading import engine
+out = {}
+for path in sys.argv[1:]:
+    r = engine.grade(path)
+    out[path] = {"backend": r.sandbox.get("backend"),
+                 "steps": {s.id: [s.status, s.score, sorted(c.name for c in s.checks if not c.passed)]
+                           for s in r.steps}}
+print(json.dumps(out))
+"""
+
+
+def test_the_portable_backend_scores_the_fixture_corpus_as_the_linux_one() -> None:
+    """Every buggy and correct fixture: per step, the same status, score and failing checks on both backends."""
+    if backend() != "linux":
+        pytest.skip("needs the Linux backend to compare with")  # not on this machine: check_skips.py refuses it
+    paths = [str(p) for p in _corpus()]
+    assert len(paths) > 60
+    env = {**os.environ, "ATTN_KATA_BACKEND": "portable", "ATTN_KATA_KEEP_WARM": "1", "OMP_NUM_THREADS": "1"}
+    run = subprocess.run([sys.executable, "-c", SCORES, *paths], env=env, capture_output=True, text=True,
+                         timeout=1800)
+    assert run.returncode == 0, run.stderr[-3000:]
+    portable = json.loads(run.stdout)
+    differ = []
+    for path in paths:
+        assert portable[path]["backend"] == "portable"
+        r = engine.grade(path)
+        linux = {s.id: [s.status, s.score, sorted(c.name for c in s.checks if not c.passed)] for s in r.steps}
+        if linux != portable[path]["steps"]:
+            differ.append((Path(path).name, {k: (linux[k], v) for k, v in portable[path]["steps"].items()
+                                             if linux[k] != v}))
+    assert not differ, differ
+
+
+def test_grading_with_a_secret_refuses_on_the_portable_backend(monkeypatch: pytest.MonkeyPatch,
+                                                              tmp_path: Path) -> None:
+    from grader import settings
+
+    monkeypatch.setenv("ATTN_KATA_BACKEND", "portable")
+    settings.backend.cache_clear()
+    try:
+        marker = tmp_path / "ran.txt"
+        sub = tmp_path / "sub.py"
+        sub.write_text(f"open({str(marker)!r}, 'w').write('ran')\n", encoding="utf-8")
+        with pytest.raises(WeakSandbox, match="portable backend"):
+            engine.grade(sub, secret="k", steps=["dot_scores"])
+        assert not marker.exists()  # refused before a line of the submission ran
+    finally:
+        monkeypatch.delenv("ATTN_KATA_BACKEND")
+        settings.backend.cache_clear()
