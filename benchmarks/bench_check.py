@@ -1,13 +1,14 @@
 """A learner's repeated check through the warm background grader (grader/daemon), against a torch import.
 
-    python benchmarks/bench_check.py [-n 5]
+    python benchmarks/bench_check.py [-n 5] [--backend linux|portable]
 
 Interleaved, one round after another, median of N wall times (fresh processes, as a learner runs them):
 - `python -I -c "import torch"`: the cost every in-process command pays;
 - a cold `attn-kata grade solutions/ --no-daemon`: a fresh process that imports torch and grades all steps;
 - a repeated `attn-kata check dot_scores` (a workspace with step 1 solved) through the warm daemon;
 - `attn-kata daemon status`: the client's own floor (start-up, imports, one round trip; no grading).
-Goal (issue 14): the repeated check at most 0.4x one torch import. The daemon lives in a temporary runtime
+Goal (issues 14, 24): the repeated check at most 0.4x one torch import, on either worker backend (`--backend
+portable`: the daemon keeps a spawned spare worker instead of forking from a zygote, as on macOS). The daemon lives in a temporary runtime
 folder of its own and is stopped at the end.
 """
 
@@ -39,6 +40,7 @@ def timed(cmd: list[str], env: dict[str, str], ok: tuple[int, ...] = (0,)) -> fl
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("-n", type=int, default=5)
+    ap.add_argument("--backend", choices=("linux", "portable"), default="linux")
     args = ap.parse_args()
     script = Path(sys.executable).parent / "attn-kata"
     kata = [str(script)] if script.exists() else [sys.executable, "-m", "grader"]
@@ -50,6 +52,7 @@ def main() -> None:
         shutil.copy(ROOT / "solutions" / "dot_scores.py", ws / "dot_scores.py")
         env = {k: v for k, v in os.environ.items() if k not in ("ATTN_KATA_NO_DAEMON", "ATTN_KATA_SECRET")}
         env["ATTN_KATA_RUNTIME_DIR"] = str(run)
+        env["ATTN_KATA_BACKEND"] = args.backend
         keys = ("import torch", "cold grade solutions/ (--no-daemon)", "repeated check dot_scores (warm daemon)",
                 "client floor (daemon status)")
         runs: dict[str, list[float]] = {key: [] for key in keys}
@@ -65,6 +68,7 @@ def main() -> None:
                     runs[key].append(t)
         finally:
             subprocess.run([*kata, "daemon", "stop"], env=env, capture_output=True, timeout=60)
+    print(f"backend: {args.backend}")
     print(f"first check (starts the daemon): {first:.2f} s")
     med = {key: statistics.median(ts) for key, ts in runs.items()}
     for key, m in med.items():

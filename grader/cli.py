@@ -332,8 +332,21 @@ def doctor(secret: str | None) -> None:
     from rich.markup import escape
     from rich.table import Table
 
+    from grader.settings import backend, portable_reason
+
+    console = Console()
+    if backend() == "portable":
+        console.print(escape(_("backend: portable ({why})").format(why=portable_reason())))
+        console.print(escape(_("Your code runs in a separate process with a time limit, a private temp folder and a "
+                               "cleared environment. It is not confined: it can read and change what your user "
+                               "can. Grade only your own code here. Instructor grading with a secret needs Linux "
+                               "(the full sandbox), so it refuses on this machine.")))
+        if secret:
+            sys.exit(1)
+        return
     from grader.instructor.doctor import diagnose, missing_required
 
+    console.print(escape(_("backend: linux (each worker sandboxed; every row below is proven by an attack)")))
     t = Table(title="worker confinement")
     for col in ("layer", "claimed", "verified", "attack tried"):
         t.add_column(col)
@@ -342,7 +355,6 @@ def doctor(secret: str | None) -> None:
         active = claimed and verified
         t.add_row(escape(name), "yes" if claimed else "no",
                   "[green]active[/green]" if active else "[red]not active[/red]", escape(attack))
-    console = Console()
     console.print(t)
     missing = missing_required(rows)
     if missing:
