@@ -106,3 +106,19 @@ def test_a_batch_lists_the_flagged_submissions(tmp_path: Path) -> None:
     assert [f["submission"] for f in summary["flagged"]] == ["forged.py"]
     assert summary["flagged"][0]["flags"][0]["where"].startswith("forged.py, line ")
     assert "studies the grader" in proc.stdout and "forged.py" in proc.stdout
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("with_notebook", [True, False])
+def test_the_katas_own_scaffolding_raises_no_flag(tmp_path: Path, lang: str, with_notebook: bool) -> None:
+    """What `attn-kata init` writes (a notebook's `from grader import check` and check() cells, a workspace's
+    stubs), solved or not, is the kata's own: no flag (issue 25: three of four flagged notebooks were honest)."""
+    from grader.learner.init import init
+
+    ws = init(tmp_path / "ws", lang=lang, with_notebook=with_notebook)
+    target = next(ws.glob("*.ipynb")) if with_notebook else ws
+    assert flags.scan(ingest.read_submission(target), lang) == []
+    # and a real grader import beside it still is one
+    extra = tmp_path / "hostile.py"
+    extra.write_text("from grader import check\nfrom grader.worker import probes\n", encoding="utf-8")
+    assert [f["what"] for f in flags.scan(ingest.read_submission(extra))] == [flags.translate("en", flags.GRADER)]

@@ -19,6 +19,7 @@ from grader.grading.ingest import Submission
 from grader.i18n import N_, translate
 
 GRADER = N_("uses the grader's own modules")
+SCAFFOLDING = frozenset({"check"})  # what the kata's generated notebooks import from `grader` (learner/init.py)
 FRAMES = N_("reads the call stack's frames")
 HEAP = N_("searches the interpreter's objects (gc)")
 OVERRIDE = N_("overrides `{name}`, which the grader asks a module about itself")
@@ -108,7 +109,10 @@ def _signs(node: ast.AST) -> list[tuple[str, dict[str, str]]]:
         if isinstance(node, ast.ImportFrom):
             names += [f"{node.module}.{a.name}" if node.module else a.name for a in node.names]
         roots = {n.split(".")[0] for n in names}
-        if "grader" in roots:
+        # the kata's own scaffolding (`init --notebook` writes `from grader import check`) is no sign
+        scaffolding = isinstance(node, ast.ImportFrom) and node.module == "grader" and node.level == 0 and all(
+            a.name in SCAFFOLDING for a in node.names)
+        if "grader" in roots and not scaffolding:
             signs.append((GRADER, {}))
         if roots & OUTSIDE_MODULES:
             signs.append((OUTSIDE, {}))
