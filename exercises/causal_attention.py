@@ -5,7 +5,7 @@ kept as a buffer of size (context_length, context_length) and cut to num_tokens.
 
 Shapes: x (batch, num_tokens, d_in) -> context vectors (batch, num_tokens, d_out)
 
-中文：3.3 实现紧凑的因果自注意力类——支持批量输入，结合因果注意力掩码与 dropout。
+中文：第 9 步 · 实现紧凑的因果自注意力类（§3.5.3）——支持批量输入，结合因果注意力掩码与 dropout。
 
 Check: `attn-kata check causal_attention`; stuck? `attn-kata hint causal_attention`.
 """

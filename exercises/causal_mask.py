@@ -6,7 +6,7 @@ diagonal are set to -inf before the softmax, so their attention weights become 0
 Shapes: mask (num_tokens, num_tokens) bool; scores (..., num_tokens, num_tokens)
 -> weights (..., num_tokens, num_tokens)
 
-中文：3.1 应用因果注意力掩码——把未来 token 的注意力得分设为 -inf，softmax 后其注意力权重为 0。
+中文：第 7 步 · 应用因果注意力掩码（§3.5.1）——把未来 token 的注意力得分设为 -inf，softmax 后其注意力权重为 0。
 
 Check: `attn-kata check causal_mask`; stuck? `attn-kata hint causal_mask`.
 """

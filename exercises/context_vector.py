@@ -5,7 +5,7 @@ z = Σ_i α_i · x_i.
 
 Shapes: attn_weights (num_tokens,), inputs (num_tokens, d_in) -> z (d_in,)
 
-中文：步骤3：α → z（上下文向量）——用注意力权重对输入 token 加权求和，得到上下文向量。
+中文：第 3 步 · α → z（上下文向量）（§3.3.1）——用注意力权重对输入 token 加权求和，得到上下文向量。
 
 Check: `attn-kata check context_vector`; stuck? `attn-kata hint context_vector`.
 """

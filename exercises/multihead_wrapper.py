@@ -5,7 +5,7 @@ their outputs along the last dimension.
 
 Shapes: x (batch, num_tokens, d_in) -> (batch, num_tokens, num_heads * d_out)
 
-中文：4.1 MultiHeadAttentionWrapper——并行运行多个因果注意力头，并沿最后一维拼接输出。
+中文：第 10 步 · MultiHeadAttentionWrapper（§3.6.1）——并行运行多个因果注意力头，并沿最后一维拼接输出。
 
 Check: `attn-kata check multihead_wrapper`; stuck? `attn-kata hint multihead_wrapper`.
 """

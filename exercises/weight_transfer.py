@@ -5,7 +5,7 @@ so both produce the same context vectors.
 
 Shapes: nn.Linear.weight (d_out, d_in) -> nn.Parameter (d_in, d_out)
 
-中文：练习 3.1：比较 v1 与 v2——把 SelfAttention_v2 的权重转置后复制到 SelfAttention_v1，使两者输出相同。
+中文：第 12 步 · 练习 3.1：比较 v1 与 v2——把 SelfAttention_v2 的权重转置后复制到 SelfAttention_v1，使两者输出相同。
 
 Check: `attn-kata check weight_transfer`; stuck? `attn-kata hint weight_transfer`.
 """

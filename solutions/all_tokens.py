@@ -5,7 +5,7 @@ Every token now acts as a query: steps 1-3 for all tokens become three matrix op
 Shapes: inputs (num_tokens, d_in) -> scores (num_tokens, num_tokens)
 -> weights (num_tokens, num_tokens) -> context vectors (num_tokens, d_in)
 
-中文：1.2 为所有输入 token 计算注意力权重——用矩阵乘法一次算出全部注意力得分、注意力权重和上下文向量。
+中文：第 4 步 · 为所有输入 token 计算注意力权重（§3.3.2）——用矩阵乘法一次算出全部注意力得分、注意力权重和上下文向量。
 
 Check: `attn-kata check all_tokens`; stuck? `attn-kata hint all_tokens`.
 """

@@ -5,7 +5,7 @@ Compute how strongly every input token relates to one query token: the attention
 
 Shapes: inputs (num_tokens, d_in), query (d_in,) -> ω (num_tokens,)
 
-中文：步骤1：输入嵌入 → ω（注意力得分）——用点积计算查询向量与每个输入 token 的注意力得分。
+中文：第 1 步 · 输入嵌入 → ω（注意力得分）（§3.3.1）——用点积计算查询向量与每个输入 token 的注意力得分。
 
 Check: `attn-kata check dot_scores`; stuck? `attn-kata hint dot_scores`.
 """

@@ -5,7 +5,7 @@ attention weight with probability p and scale the survivors by 1/(1-p).
 
 Shapes: attn_weights (..., num_tokens, num_tokens) -> same shape
 
-中文：3.2 使用 Dropout 掩码额外注意力权重——训练时随机丢弃注意力权重，并放大保留的权重。
+中文：第 8 步 · 使用 Dropout 掩码额外注意力权重（§3.5.2）——训练时随机丢弃注意力权重，并放大保留的权重。
 
 Check: `attn-kata check dropout`; stuck? `attn-kata hint dropout`.
 """

@@ -5,7 +5,7 @@ input and output embeddings of 768 dimensions, and a context length of 1024 toke
 
 Shapes: x (batch, num_tokens, 768) -> (batch, num_tokens, 768), num_tokens <= 1024
 
-中文：练习 3.3：初始化 GPT-2 规模的注意力模块——12 个注意力头，输入、输出嵌入均为 768 维，上下文长度 1024。
+中文：第 14 步 · 练习 3.3：初始化 GPT-2 规模的注意力模块——12 个注意力头，输入、输出嵌入均为 768 维，上下文长度 1024。
 
 Check: `attn-kata check gpt2_size`; stuck? `attn-kata hint gpt2_size`.
 """

@@ -6,7 +6,7 @@ attention), and the context vectors weight the values.
 
 Shapes: x (num_tokens, d_in) -> context vectors (num_tokens, d_out)
 
-中文：2.1 SelfAttention_v1：基础实现——用可训练权重矩阵生成查询、键、值，计算缩放点积注意力。
+中文：第 5 步 · SelfAttention_v1：基础实现（§3.4.1）——用可训练权重矩阵生成查询、键、值，计算缩放点积注意力。
 
 Check: `attn-kata check self_attention_v1`; stuck? `attn-kata hint self_attention_v1`.
 """

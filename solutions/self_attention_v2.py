@@ -5,7 +5,7 @@ The same computation as SelfAttention_v1, but the projections are nn.Linear laye
 
 Shapes: x (num_tokens, d_in) -> context vectors (num_tokens, d_out)
 
-中文：2.2 SelfAttention_v2：使用 nn.Linear——用线性层代替手写的矩阵乘法，计算相同的自注意力。
+中文：第 6 步 · SelfAttention_v2：使用 nn.Linear（§3.4.2）——用线性层代替手写的矩阵乘法，计算相同的自注意力。
 
 Check: `attn-kata check self_attention_v2`; stuck? `attn-kata hint self_attention_v2`.
 """

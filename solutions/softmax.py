@@ -6,7 +6,7 @@ attempts: divide by the sum, a naive softmax, and a numerically stable softmax.
 Shapes: scores (num_tokens,) -> weights (num_tokens,); attention_weights also takes
 (..., num_tokens) and normalises over the last dim.
 
-中文：步骤2：ω → α（注意力权重）——把注意力得分归一化为和为 1 的注意力权重。
+中文：第 2 步 · ω → α（注意力权重）（§3.3.1）——把注意力得分归一化为和为 1 的注意力权重。
 
 Check: `attn-kata check softmax`; stuck? `attn-kata hint softmax`.
 """

@@ -199,3 +199,16 @@ def test_shell_completion_offers_step_ids(tmp_path: Path) -> None:
     words = subprocess.run([str(Path(BIN) / "attn-kata")], capture_output=True, text=True, cwd=tmp_path, env=env,
                            timeout=120).stdout.split()
     assert {"plain,causal_mask", "plain,causal_attention", "plain,context_vector"} <= set(words), words
+
+
+def test_every_stub_says_its_step_in_the_one_numbering() -> None:
+    """The stubs' and solutions' Chinese summary line names the step as every other learner text does
+    ("第 7 步 · 应用因果注意力掩码（§3.5.1）"), never the source text's own 1.2 / 2.1 / 4.1 headings."""
+    from grader import i18n
+    from grader.registry import STEPS
+
+    for step in STEPS:
+        for folder in ("exercises", "solutions"):
+            text = (ROOT / folder / step.file).read_text(encoding="utf-8")
+            line = next(ln for ln in text.splitlines() if ln.startswith("中文："))
+            assert line.startswith(f"中文：{i18n.step_title(step, 'zh')}——"), (folder, step.id, line)
