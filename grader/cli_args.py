@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import stat
 import sys
 from pathlib import Path
@@ -10,7 +11,7 @@ import click
 from click.shell_completion import CompletionItem
 
 from grader.i18n import _
-from grader.registry import get_step
+from grader.registry import STEPS, get_step
 
 MAX_KEY_FILE = 4096  # bytes: a course key is a line of text
 
@@ -23,7 +24,13 @@ def step_ids(values: tuple[str, ...]) -> list[str]:
             ids.append(get_step(v).id)
         except KeyError:
             # our own words rather than click's ("Error: Invalid value: …" would stay in English)
-            click.echo(_("unknown step {step!r}; `attn-kata list` shows the steps").format(step=v), err=True)
+            close = difflib.get_close_matches(v.strip().lower().replace("-", "_"), [s.id for s in STEPS], n=1,
+                                              cutoff=0.6)
+            if close:
+                click.echo(_("unknown step {step!r}: did you mean {close!r}? (`attn-kata list` shows the "
+                             "steps)").format(step=v, close=close[0]), err=True)
+            else:
+                click.echo(_("unknown step {step!r}; `attn-kata list` shows the steps").format(step=v), err=True)
             sys.exit(2)
     return ids
 

@@ -213,3 +213,15 @@ def test_grade_cases_per_upload(tmp_path: Path) -> None:
     assert all(k.returncode == 0 for k in keyed), keyed[0].stderr
     assert json.loads(keyed[0].stdout)["score"] == 0
     assert keyed[0].stdout == keyed[1].stdout
+
+
+def test_a_mistyped_step_gets_a_did_you_mean() -> None:
+    from click.testing import CliRunner
+
+    from grader.cli import main
+
+    out = CliRunner().invoke(main, ["--lang", "en", "--no-daemon", "hint", "casual_mask"])
+    assert out.exit_code == 2
+    assert "did you mean 'causal_mask'" in out.output
+    far = CliRunner().invoke(main, ["--lang", "en", "--no-daemon", "hint", "zzzz"])
+    assert far.exit_code == 2 and "did you mean" not in far.output and "attn-kata list" in far.output
