@@ -22,9 +22,14 @@ SIM = ROOT / "tests" / "platform" / "sim.py"
 FIXTURES = ROOT / "tests" / "fixtures"
 
 
-def _attn(system: str, cwd: Path, *args: str, stdin: str = "") -> subprocess.CompletedProcess:
+def _attn(system: str, cwd: Path, *args: str, stdin: str = "", runtime: Path | None = None
+          ) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ATTN_KATA_")}
     env |= {"ATTN_KATA_LANG": "en", "OMP_NUM_THREADS": "1", "COLUMNS": "120"}
+    if runtime is not None:  # the warm daemon, in a runtime folder of the test's own
+        env["ATTN_KATA_RUNTIME_DIR"] = str(runtime)
+    else:
+        env["ATTN_KATA_NO_DAEMON"] = "1"
     return subprocess.run([sys.executable, str(SIM), system, "-m", "grader", *args], cwd=cwd, env=env,
                           input=stdin, capture_output=True, text=True, timeout=300)
 
@@ -44,6 +49,17 @@ def test_the_learners_loop_on_a_simulated_system(system: str, tmp_path: Path) ->
     shutil.copy(ROOT / "solutions" / "dot_scores.py", stub_file)
     solved = _attn(system, ws, "check", "dot_scores")
     assert solved.returncode == 0, solved.stdout + solved.stderr
+    if system == "darwin":  # the warm daemon runs there (its peer checked with getpeereid), on the portable backend
+        runtime = tmp_path / "run"
+        runtime.mkdir(mode=0o700)
+        try:
+            for _ in range(2):
+                warm = _attn(system, ws, "check", "dot_scores", runtime=runtime)
+                assert warm.returncode == 0, warm.stdout + warm.stderr
+            status = _attn(system, ws, "daemon", "status", runtime=runtime)
+            assert status.returncode == 0 and "2 command(s) served" in status.stdout, status.stdout
+        finally:
+            _attn(system, ws, "daemon", "stop", runtime=runtime)
     hint = _attn(system, ws, "hint", "softmax")
     assert hint.returncode == 0 and "hint 1/3" in hint.stdout, hint.stdout + hint.stderr
     graded = _attn(system, ws, "grade", ".", "--format", "json", "--step", "dot_scores")

@@ -199,4 +199,8 @@ def _exec_server(where: paths.Paths, ready: int) -> None:
     os.chdir("/")
     env = {k: v for k, v in os.environ.items() if k != SECRET_ENV}
     root = str(Path(__file__).resolve().parent.parent.parent)
-    os.execve(sys.executable, [sys.executable, "-c", SERVER.format(root=root), str(ready)], env)
+    code = SERVER.format(root=root)
+    sim = env.get("ATTN_KATA_SIMULATE")  # tests/platform/sim.py: the daemon takes the simulated platform's shape
+    if sim:
+        code = f"import runpy; runpy.run_path({sim!r}, run_name='attn_kata_simulation'); " + code
+    os.execve(sys.executable, [sys.executable, "-c", code, str(ready)], env)

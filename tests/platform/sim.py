@@ -4,7 +4,8 @@ lacks there are removed before the grader is imported (neither system is availab
     python tests/platform/sim.py darwin|win32 -m grader ARGS...   # the attn-kata command line, simulated
     ATTN_KATA_SIMULATE=<this file> ATTN_KATA_SIMULATE_OS=...      # what worker children run first (set here)
 
-macOS: no pidfd, SO_PEERCRED, epoll; a libc without prctl, unshare, mount or syscall(2); no /proc.
+macOS: no pidfd, SO_PEERCRED, epoll; a libc without prctl, unshare, mount or syscall(2) but with getpeereid(3)
+(the daemon's peer check there); no /proc.
 Windows: also no fork, setsid/getsid/killpg, fcntl, resource, termios, pty, AF_UNIX, SCM_RIGHTS, POSIX-only
 signals, os.O_DIRECTORY, and ctypes.CDLL(None) raises TypeError.
 torch and the libraries the grader uses are imported first, on the real platform (their loaders and Windows
@@ -57,6 +58,23 @@ class _Libc:
         return getattr(self._real, name)
 
 
+SO_PEERCRED = 17  # Linux's number: what macOS's getpeereid(3) is simulated with
+
+
+def _getpeereid(fd, uid_ref, gid_ref) -> int:
+    """macOS's getpeereid(3), for the daemon's peer check (glibc has none): the kernel's record, read the Linux
+    way under the hood."""
+    import struct
+
+    dup = socket.socket(fileno=os.dup(fd))
+    try:
+        _pid, uid, gid = struct.unpack("3i", dup.getsockopt(socket.SOL_SOCKET, SO_PEERCRED, 12))
+    finally:
+        dup.close()
+    uid_ref._obj.value, gid_ref._obj.value = uid, gid
+    return 0
+
+
 def simulate(system: str) -> None:
     for name in ("pidfd_open",):
         if hasattr(os, name):
@@ -81,6 +99,8 @@ def simulate(system: str) -> None:
         def __getattr__(self, name):
             if name in LINUX_LIBC:
                 raise AttributeError(f"simulated: no {name} in this C library")
+            if name == "getpeereid" and system == "darwin":
+                return _getpeereid
             return super().__getattr__(name)
 
         def __getitem__(self, name):
