@@ -8,8 +8,8 @@ Interleaved, one round after another, median of N wall times (fresh processes, a
 - a repeated `attn-kata check dot_scores` (a workspace with step 1 solved) through the warm daemon;
 - `attn-kata daemon status`: the client's own floor (start-up, imports, one round trip; no grading).
 Goal (issues 14, 24): the repeated check at most 0.4x one torch import, on either worker backend (`--backend
-portable`: the daemon keeps a spawned spare worker instead of forking from a zygote, as on macOS). The daemon lives in a temporary runtime
-folder of its own and is stopped at the end.
+portable`: the daemon keeps a spawned spare worker instead of forking from a zygote, as on macOS). The daemon
+lives in a temporary runtime folder of its own and is stopped at the end.
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ all heads are computed with batched matrix products, merged back, and passed thr
 
 Shapes: x (batch, num_tokens, d_in) -> (batch, num_tokens, d_out)
 
-中文：第 11 步 · 多头注意力：权重拆分（§3.6.2）——把 d_out 维的查询、键、值拆成 num_heads 个头并行计算，最后经 out_proj 合并。
+中文：第 11 步 · 多头注意力：权重拆分（§3.6.2）——
+把 d_out 维的查询、键、值拆成 num_heads 个头并行计算，最后经 out_proj 合并。
 
 Check: `attn-kata check multihead_attention`; stuck? `attn-kata hint multihead_attention`.
 """

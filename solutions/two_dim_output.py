@@ -5,7 +5,8 @@ vectors are 2-dimensional instead of 4-dimensional: each head's d_out becomes 1.
 
 Shapes: x (batch, num_tokens, d_in) -> (batch, num_tokens, 2)
 
-中文：第 13 步 · 练习 3.2：返回二维嵌入向量——保持 num_heads=2，调整 MultiHeadAttentionWrapper 的参数，使上下文向量为二维。
+中文：第 13 步 · 练习 3.2：返回二维嵌入向量——
+保持 num_heads=2，调整 MultiHeadAttentionWrapper 的参数，使上下文向量为二维。
 
 Check: `attn-kata check two_dim_output`; stuck? `attn-kata hint two_dim_output`.
 """

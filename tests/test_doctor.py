@@ -5,6 +5,7 @@ grading refuses to run where a layer it needs is missing. Layers are switched of
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,8 +16,12 @@ from grader.grading import engine
 from grader.instructor.doctor import LAYERS, diagnose, missing_required
 from grader.pool.session import WeakSandbox
 
+pytestmark = pytest.mark.sandbox  # run in every set-up by .ci/setups.sh
 ROOT = Path(__file__).resolve().parent.parent
 REQUIRED = {layer.name for layer in LAYERS if layer.required}
+SECCOMP_ROWS = ("its uid's files outside its folder keep mode, owner, times, xattrs (seccomp)",
+                "no file locks, taken or read (seccomp)", "no tty input or inode-flag ioctls (seccomp)",
+                "no System V or POSIX IPC at all (seccomp)")
 
 
 @pytest.fixture(scope="module")
@@ -38,13 +43,21 @@ def test_every_claimed_layer_is_verified_by_an_attack(rows: list[tuple[str, bool
 @pytest.mark.parametrize(("skip", "lost"), [
     (["landlock"], {"kata files unreadable (Landlock)", "writes only in its own folder (Landlock)",
                     "other processes invisible (PID namespace, /proc hidden)"}),
-    (["capabilities"], {"no capabilities"}),
-    (["seccomp"], {"no grader socket is reachable"}),
+    # and uid 0 kept: a worker that becomes nobody has none left (setuid() takes them)
+    (["capabilities", "user"], {"no capabilities"}),
+    # what Landlock does not mediate, whatever the uid: only the seccomp filter refuses it
+    (["seccomp"], {"no grader socket is reachable", *SECCOMP_ROWS}),
     (["tmpfs"], {"disk use capped (private tmpfs)"}),
-    (["ipc"], {"nothing shared with other workers (IPC namespace, no keyrings)"}),
-    (["cgroup"], {"memory capped for the whole process tree (memory cgroup)",
-                  "process count capped (pids cgroup or RLIMIT_NPROC)"}),
-    (["landlock", "capabilities"], {"the secret is unreachable", "kata files unreadable (Landlock)"}),
+    # and seccomp off: it refuses System V and POSIX IPC too (all a grader that is not root has)
+    (["ipc", "seccomp"], {"nothing shared with other workers (IPC namespace, no keyrings)"}),
+    # and uid 0 kept: a nobody worker's RLIMIT_NPROC caps its processes as well
+    (["cgroup", "user"], {"memory capped for the whole process tree (memory cgroup)",
+                          "process count capped (pids cgroup or RLIMIT_NPROC)"}),
+    (["landlock", "capabilities", "user"], {"the secret is unreachable", "kata files unreadable (Landlock)"}),
+    # a root grader's worker kept at uid 0 (what no mount namespace and a root-only Python leave); a non-root
+    # grader's keeps its uid anyway, and only seccomp then stops a chmod of the grader's files
+    (["user", "seccomp"], {"owns nothing outside its folder (another uid, or seccomp)", "no grader socket is reachable",
+                           *(["not running as root"] if os.geteuid() == 0 else [])}),
 ])
 def test_a_layer_left_off_is_reported_missing(skip: list[str], lost: set[str]) -> None:
     """Planted regressions: with a layer off, its attack gets through and the row says so."""
@@ -85,3 +98,10 @@ def test_grade_cli_with_a_secret_never_prints_it(tmp_path: Path) -> None:
     report = json.loads(out.stdout)
     assert report["score"] == report["max_score"]
     assert "grade-key-98765" not in out.stdout + out.stderr
+
+
+def test_seccomp_rows_hold_whatever_the_uid(rows: list[tuple[str, bool, bool, str]]) -> None:
+    """The filter is installed for every worker (root's kept uid 0, nobody, a grader's own uid): its rows are
+    active in every set-up, not only where the capabilities could all be dropped."""
+    active = {name for name, claimed, verified, _ in rows if claimed and verified}
+    assert set(SECCOMP_ROWS) <= active, rows

@@ -9,6 +9,7 @@ run none of the submission."""
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from grader.pool.session import WeakSandbox
 from grader.registry import STEPS
 from grader.sandbox import channel
 
+pytestmark = pytest.mark.sandbox  # run in every set-up by .ci/setups.sh
 ROOT = Path(__file__).resolve().parent.parent
 SECRETS = ("", "course-a", "course-b")
 
@@ -109,7 +111,18 @@ def attention_scores(inputs, query):
 
 
 def test_a_weak_sandbox_refuses_before_any_learner_code_runs(tmp_path: Path) -> None:
-    marker = tmp_path / "ran.txt"
+    # a folder any uid may write in: a root grader's worker is nobody, who cannot reach tmp_path (a 0700 folder)
+    shared = Path(tempfile.mkdtemp(prefix="attn-kata-marker-"))
+    shared.chmod(0o1777)
+    marker = shared / "ran.txt"
+    try:
+        _refuses_then_runs_when_waived(tmp_path, marker)
+    finally:
+        marker.unlink(missing_ok=True)
+        shared.rmdir()
+
+
+def _refuses_then_runs_when_waived(tmp_path: Path, marker: Path) -> None:
     sub = tmp_path / "sub.py"
     sub.write_text(IMPORT_MARKER.format(marker=str(marker)), encoding="utf-8")
     # Landlock off: the submission could write the marker if it ran at all

@@ -108,7 +108,7 @@ class PortableWorker:
     backend = "portable"
 
     def __init__(self, units: list[tuple[str, str, str]], config: dict[str, Any]):
-        from grader.pool.session import InfrastructureError
+        from grader.pool.errors import InfrastructureError
 
         self.workdir = tempfile.mkdtemp(prefix=WORKDIR_PREFIX)
         try:
@@ -152,7 +152,7 @@ class PortableWorker:
         stdin.flush()
 
     def _receive(self, timeout: float) -> tuple[dict[str, torch.Tensor], Any]:
-        from grader.pool.session import WorkerLost
+        from grader.pool.errors import WorkerLost
         from grader.sandbox import channel
 
         try:

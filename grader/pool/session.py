@@ -14,17 +14,9 @@ from typing import Any
 
 import torch
 
+from grader.pool.errors import InfrastructureError, WeakSandbox, WorkerLost  # noqa: F401 - this API too
 from grader.sandbox import channel
 from grader.settings import backend
-
-
-class InfrastructureError(Exception):
-    """The grader itself could not run a worker (after a retry): no score may be derived from this."""
-
-
-class WeakSandbox(InfrastructureError):
-    """Grading with a secret was asked for, on a machine whose workers lack a layer it needs."""
-
 
 # What instructor grading (a secret given) needs of every worker, as the worker observed itself after
 # confinement (grader.sandbox.confine.LAYERS; `attn-kata doctor` proves each by an attack): alternatives per need.
@@ -34,7 +26,16 @@ REQUIRED_LAYERS: dict[str, tuple[str, ...]] = {
     "cannot signal other processes": ("pid_namespace", "landlock_signal_scope", "unprivileged_user"),
     "no new sockets (seccomp)": ("seccomp_no_sockets",),
     "disk use capped (private tmpfs)": ("private_tmpfs",),
-    "nothing shared between workers (IPC namespace)": ("ipc_namespace",),
+    # where a grader is not root there is no IPC namespace: seccomp refuses every System V and POSIX IPC call
+    "nothing shared between workers (IPC namespace)": ("ipc_namespace", "seccomp_no_ipc"),
+    # chmod, chown and utime need no capability of a file's owner, and Landlock does not cover them: a worker
+    # must own nothing outside its work dir (a root grader's runs as nobody), or be denied them by seccomp (a
+    # grader that is not root: its workers keep its uid, nothing else is possible)
+    "runs as a uid that owns nothing outside its work dir": ("owns_nothing_outside", "seccomp_no_file_changes"),
+    "never root (a root grader's worker runs as nobody)": ("unprivileged_user",),
+    # what no uid stops: a lock, taken or read, on any file it may read (POSIX record locks on /etc/passwd carried
+    # a reference to a classmate graded at the same time); and, whatever its uid, no metadata change by an owner
+    "no chmod, chown, xattr, utime or locks (seccomp)": ("seccomp_no_file_changes",),
 }
 
 
@@ -54,8 +55,14 @@ FIXES: dict[str, str] = {
     "no new sockets (seccomp)": "a kernel with seccomp filters (CONFIG_SECCOMP_FILTER)",
     "disk use capped (private tmpfs)": "run the batch as root (the worker then drops to an unprivileged uid), "
     "or grade each submission in a container of its own",
-    "nothing shared between workers (IPC namespace)": "run the batch as root, or grade each submission in a "
-    "container of its own",
+    "nothing shared between workers (IPC namespace)": "run the batch as root, or a kernel with seccomp filters "
+    "(CONFIG_SECCOMP_FILTER), or grade each submission in a container of its own",
+    "no chmod, chown, xattr, utime or locks (seccomp)": "a kernel with seccomp filters (CONFIG_SECCOMP_FILTER)",
+    "runs as a uid that owns nothing outside its work dir": "run the batch as root (its workers then run as "
+    "nobody), or a kernel with seccomp filters (which then deny chmod, chown, utime and extended attributes)",
+    "never root (a root grader's worker runs as nobody)": "a Python that others can read (a venv of "
+    "/usr/bin/python3), or a mount namespace for each worker (CAP_SYS_ADMIN; in Docker --cap-add SYS_ADMIN) to "
+    "open the way to a Python under a folder only root can read",
 }
 
 
@@ -75,15 +82,6 @@ def missing_layers(layers: Any, context: str = "host") -> list[str]:
 def refusal(missing: list[str]) -> str:
     """One line per missing need, with what to do about it."""
     return "; ".join(f"{need} (needs {FIXES[need]})" if need in FIXES else need for need in missing)
-
-
-class WorkerLost(Exception):
-    """The worker did not answer: `reason` is timeout, crashed, or unreadable."""
-
-    def __init__(self, reason: str, detail: str):
-        super().__init__(detail)
-        self.reason = reason
-        self.detail = detail
 
 
 WORKDIR_PREFIX = "attn-kata-worker-"
@@ -133,12 +131,6 @@ def exit_status(raw: Any) -> str:
     from grader.pool.zygote import exit_status as linux
 
     return linux(raw)
-
-
-def warm_up() -> None:
-    from grader.pool import warm
-
-    warm.warm_up()
 
 
 class LinuxWorker:

@@ -1,7 +1,8 @@
 """Dropping every Linux capability in a worker, by raw prctl/capset calls (no library needed).
 
-A worker may still run as uid 0 where Python lives in a folder only root can read (a 0700 home): then it
-keeps root's file ownership but none of root's powers: no CAP_DAC_OVERRIDE, CAP_SYS_ADMIN, CAP_LINUX_IMMUTABLE
+A worker of a root grader runs as nobody (grader.sandbox.confine); it stays uid 0 only where it cannot (Python in a
+folder only root can read and no mount namespace to open the way): then it keeps root's file ownership (and
+says so: instructor grading refuses) but none of root's powers: no CAP_DAC_OVERRIDE, CAP_SYS_ADMIN, CAP_LINUX_IMMUTABLE
 (`chattr +i`), CAP_SYS_PTRACE, CAP_KILL, CAP_NET_*, ... in its bounding, permitted, effective, inheritable and
 ambient sets, and no_new_privs, so no exec can give any back.
 """
@@ -45,6 +46,15 @@ def bounding_set() -> int:
             break  # past the kernel's last capability
         mask |= r << cap
     return mask
+
+
+def drop_bounding() -> None:
+    """Empty the bounding and ambient sets (needs CAP_SETPCAP): before a setuid() away from root, which clears
+    the permitted and effective sets but leaves these, and CAP_SETPCAP with the rest, so drop_all() cannot."""
+    for cap in range(MAX_CAP):
+        if libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and cap > 40:
+            break
+    libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
 
 
 def drop_all() -> bool:
