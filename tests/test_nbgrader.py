@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -100,7 +101,8 @@ def course(tmp_path_factory: pytest.TempPathFactory) -> Path:
         'c.CourseDirectory.db_students = [dict(id="ref"), dict(id="stub"), dict(id="bug")]\n'
         'c.ExecutePreprocessor.timeout = 120\n')
     _run(str(BIN / "attn-kata"), "nbgrader", "assignment", str(root / "source" / "ps1"), cwd=root)
-    _run(str(BIN / "nbgrader"), "generate_assignment", "ps1", "--create", cwd=root)
+    gen = _run(str(BIN / "nbgrader"), "generate_assignment", "ps1", "--create", cwd=root)
+    assert "MissingIDFieldWarning" not in gen.stderr  # the source notebook's cells carry ids
     source = json.loads((root / "source/ps1/attention.ipynb").read_text(encoding="utf-8"))
     release = json.loads((root / "release/ps1/attention.ipynb").read_text(encoding="utf-8"))
     assert "### BEGIN HIDDEN TESTS" not in json.dumps(release)
@@ -142,6 +144,189 @@ def test_real_nbgrader_autograde_feedback_export(course: Path) -> None:
     _run(str(BIN / "nbgrader"), "generate_feedback", "ps1", cwd=course)
     html = (course / "feedback/bug/ps1/attention.html").read_text(encoding="utf-8")
     assert BUGGY in html
+
+
+# ------------------------------------------------------------------ hostile submissions in the sandboxed autograde
+
+# each bad submission (a bad timestamp, a grade_id that is not a string, a notebook that is not JSON, no notebook)
+# sorts before or between the good ones: a bad one used to stop the autograde of everyone after it
+BAD = {"a_stamp": "timestamp.txt is not a timestamp: 'not a date'",
+       "a_binary": "timestamp.txt is not UTF-8 text",
+       "c_gid": "grade_id is 7, not a string",
+       "m_malformed": "attention.ipynb is not JSON",
+       "n_missing": "attention.ipynb is missing"}
+WARNING_TEXT = ("Warning", "SAWarning", "not in session", "MissingIDField", "sqlalchemy", "Traceback")
+
+
+def _autograde(course: Path, *students: str) -> subprocess.CompletedProcess:
+    args = [a for s in students for a in ("--student", s)]
+    return subprocess.run([str(BIN / "attn-kata"), "nbgrader", "autograde", str(course), "ps1", *args], cwd=course,
+                          env=ENV, capture_output=True, text=True, timeout=360)
+
+
+def _with_int_grade_id(nb: dict) -> dict:
+    nb = json.loads(json.dumps(nb))
+    cell = next(c for c in nb["cells"] if c["metadata"].get("nbgrader", {}).get("grade_id", "").startswith(TEST_PREFIX))
+    cell["metadata"]["nbgrader"]["grade_id"] = 7  # what Jupyter's metadata editor lets any student type
+    return nb
+
+
+@pytest.fixture(scope="module")
+def hostile_class(course: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess]:
+    """The course's class (ref, stub, bug) plus one student for each kind of bad input, autograded once."""
+    root = tmp_path_factory.mktemp("hostile") / "course"
+    shutil.copytree(course, root, ignore=shutil.ignore_patterns("autograded", "feedback", "grades.csv"))
+    ref = json.loads((root / "submitted/ref/ps1/attention.ipynb").read_text(encoding="utf-8"))
+    stamp = "2026-01-01 12:00:00.000000 UTC"
+    for student, nb, ts in (("a_stamp", ref, b"not a date"), ("a_binary", ref, bytes(range(256))),
+                            ("c_gid", _with_int_grade_id(ref), stamp.encode()),
+                            ("m_malformed", b'{"cells": [', stamp.encode()), ("n_missing", None, stamp.encode())):
+        d = root / "submitted" / student / "ps1"
+        d.mkdir(parents=True)
+        if nb is not None:
+            (d / "attention.ipynb").write_bytes(nb if isinstance(nb, bytes) else json.dumps(nb).encode())
+        (d / "timestamp.txt").write_bytes(ts)
+    return root, _autograde(root)
+
+
+@needs_nbgrader
+def test_a_bad_submission_costs_that_student_alone(hostile_class: tuple[Path, subprocess.CompletedProcess]) -> None:
+    root, proc = hostile_class
+    assert proc.returncode == 1, proc.stdout + proc.stderr[-3000:]  # as nbgrader's autograde: someone was not graded
+    rows = {line.split("\t")[0]: line.split("\t", 2)[2] for line in proc.stdout.splitlines() if "\t" in line}
+    assert rows["ref"] == f"{MAX:g}/{MAX:g}" and rows["stub"] == f"0/{MAX:g}", proc.stdout
+    for student, reason in BAD.items():  # named, with the reason, on the terminal
+        assert rows[student].startswith("not graded: ") and reason in rows[student], rows[student]
+        assert student in proc.stderr.splitlines()[-1]
+    for text in WARNING_TEXT:  # nbgrader's and SQLAlchemy's warnings stay out of the instructor's terminal
+        assert text not in proc.stderr and text not in proc.stdout, proc.stderr[-3000:]
+
+    # the classmates get what they get without the bad ones: ref and stub their fixed scores, bug as graded alone
+    ref, stub, bug = (_grades(root, s) for s in ("ref", "stub", "bug"))
+    assert ref == {s.id: step_points(s.id) for s in STEPS}
+    assert set(stub.values()) == {0.0}
+    assert bug[BUGGY] < step_points(BUGGY)
+    assert {k: v for k, v in bug.items() if k != BUGGY} == {k: v for k, v in ref.items() if k != BUGGY}
+
+    # in the gradebook: each bad one scores 0, flagged, the reason as its comment
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+        for student, reason in BAD.items():
+            sub = gb.find_submission_notebook("attention", "ps1", student)
+            assert sub.flagged and sub.score == 0.0
+            assert all(reason in (c.auto_comment or "") for c in sub.comments), [c.auto_comment for c in sub.comments]
+        assert not gb.find_submission_notebook("attention", "ps1", "ref").flagged
+    for student in BAD:  # nothing unchecked is left for generate_feedback to render
+        assert not (root / "autograded" / student / "ps1" / "attention.ipynb").exists()
+
+    csv_scores = _export(root)
+    assert csv_scores == {"ref": MAX, "stub": 0.0, "bug": MAX - step_points(BUGGY) + bug[BUGGY],
+                          **dict.fromkeys(BAD, 0.0)}
+    fb = _run(str(BIN / "nbgrader"), "generate_feedback", "ps1", cwd=root)
+    assert "MissingIDFieldWarning" not in fb.stderr
+    assert (root / "feedback/bug/ps1/attention.html").is_file()
+    assert not (root / "feedback/c_gid/ps1/attention.html").exists()
+
+    # the instructor fixes c_gid's notebook and reruns them alone (with bug: graded without the bad ones at all)
+    (root / "submitted/c_gid/ps1/attention.ipynb").write_text(
+        (root / "submitted/ref/ps1/attention.ipynb").read_text(encoding="utf-8"), encoding="utf-8")
+    again = _autograde(root, "c_gid", "bug")
+    assert again.returncode == 0, again.stdout + again.stderr[-3000:]
+    assert _grades(root, "c_gid") == ref
+    assert _grades(root, "bug") == bug
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+        sub = gb.find_submission_notebook("attention", "ps1", "c_gid")
+        assert not sub.flagged and not any(c.auto_comment for c in sub.comments)
+
+
+@needs_nbgrader
+def test_student_fields_are_checked_with_a_reason(tmp_path: Path) -> None:
+    """Every field of a submission that autograde reads: a bad one is a StudentError naming it, never a crash."""
+    from grader.instructor.nbgrader_support import StudentError, load_notebook, read_timestamp, student_id
+
+    def nb_with(**cell: object) -> dict:
+        base = {"cell_type": "code", "metadata": {"nbgrader": {"grade": True, "grade_id": "test_x", "locked": True,
+                                                               "solution": False, "points": 1,
+                                                               "schema_version": 3}},
+                "source": "x = 1\n", "outputs": [], "execution_count": None}
+        for k, v in cell.items():
+            if k.startswith("nbg_"):
+                base["metadata"]["nbgrader"][k[4:]] = v
+            else:
+                base[k] = v
+        return {"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [base]}
+
+    bad_notebooks = {
+        "grade_id is 7, not a string": nb_with(nbg_grade_id=7),
+        "grade_id is [1], not a string": nb_with(nbg_grade_id=[1]),
+        "is not letters, digits": nb_with(nbg_grade_id="a b\n"),
+        "points is '3', not a number": nb_with(nbg_points="3"),
+        "points is -1": nb_with(nbg_points=-1),
+        "points is True": nb_with(nbg_points=True),
+        "grade is 'yes', not true or false": nb_with(nbg_grade="yes"),
+        "cell_type is 5": nb_with(cell_type=5),
+        "cell_type is 'python'": nb_with(cell_type="python"),
+        "nbgrader metadata is not an object": nb_with(metadata={"nbgrader": 7}),
+        "metadata is not an object": nb_with(metadata=[]),
+        "source is not text": nb_with(source=["x", 3]),
+        "cell 1 is not an object": {"nbformat": 4, "cells": [5]},
+        "no list of cells": {"cells": 3},
+        "is not JSON": "[" * 100_000,  # deeper than json can read: RecursionError, not a traceback
+        "is not UTF-8 text": b"\xff\xfe{}",
+    }
+    for i, (reason, nb) in enumerate(bad_notebooks.items()):
+        path = tmp_path / f"{i}.ipynb"
+        path.write_bytes(nb if isinstance(nb, bytes) else (nb if isinstance(nb, str) else json.dumps(nb)).encode())
+        with pytest.raises(StudentError, match=re.escape(reason)):
+            load_notebook(path)
+    with pytest.raises(StudentError, match="is missing"):
+        load_notebook(tmp_path / "nope.ipynb")
+    os.mkfifo(tmp_path / "fifo.ipynb")  # never blocks
+    with pytest.raises(StudentError, match="not a regular file"):
+        load_notebook(tmp_path / "fifo.ipynb")
+    (tmp_path / "link.ipynb").symlink_to(tmp_path / "0.ipynb")
+    with pytest.raises(StudentError, match="symbolic link"):
+        load_notebook(tmp_path / "link.ipynb")
+    (tmp_path / "ok.ipynb").write_text(json.dumps(nb_with()))
+    assert load_notebook(tmp_path / "ok.ipynb")[1][0]["source"] == "x = 1\n"
+
+    def stamp(data: bytes) -> object:
+        d = tmp_path / f"s{len(list(tmp_path.iterdir()))}"
+        d.mkdir()
+        (d / "timestamp.txt").write_bytes(data)
+        return read_timestamp(d)
+
+    for data, reason in ((b"not a date", "is not a timestamp"), (b"2026-13-45 99:00:00.000000 UTC", "can read"),
+                         (bytes(range(256)), "not UTF-8"), (b"2026-01-01 12:00:00 UTC" + b" " * 5000, "the limit"),
+                         (b"2026-01-01 12:00:00 /etc/passwd", "is not a timestamp"),
+                         (b"99999-01-01 00:00:00 UTC", "is not a timestamp")):
+        with pytest.raises(StudentError, match=reason):
+            stamp(data)
+    assert str(stamp(b"2026-01-01 12:00:00.000000 UTC\n")) == "2026-01-01 12:00:00"
+    assert str(stamp(b"2026-01-01 13:00:00+01:00")) == "2026-01-01 12:00:00"
+    assert stamp(b"  \n") is None and read_timestamp(tmp_path / "nowhere") is None
+
+    assert student_id("Zhāng_wěi 2") == "Zhāng_wěi 2"
+    for name in ("a\nb", "a\tb", "x" * 129, "caf\udcff"):
+        with pytest.raises(StudentError):
+            student_id(name)
+
+
+def test_quiet_nbgrader_drops_only_nbgraders_sqlalchemy_warnings() -> None:
+    sa_exc = pytest.importorskip("sqlalchemy.exc")
+    import warnings
+
+    from grader.instructor.nbgrader_support import quiet_nbgrader
+
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        with quiet_nbgrader():
+            warnings.warn_explicit("not in session", sa_exc.SAWarning, "api.py", 1, module="nbgrader.api")
+            warnings.warn_explicit("moved", sa_exc.MovedIn20Warning, "api.py", 2, module="nbgrader.api")
+            warnings.warn_explicit("theirs", sa_exc.SAWarning, "x.py", 3, module="somewhere.else")
+            warnings.warn_explicit("ours", UserWarning, "api.py", 4, module="nbgrader.api")
+    assert sorted(str(w.message) for w in seen) == ["ours", "theirs"]
 
 
 # ---------------------------------------------------------------------------------------- inline check()

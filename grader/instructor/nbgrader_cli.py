@@ -56,7 +56,17 @@ def autograde_cmd(course_dir: Path, assignment: str, students: tuple[str, ...], 
     except Exception as exc:  # an unknown assignment, an unreadable gradebook: say so, no traceback
         click.echo(f"autograde failed: {type(exc).__name__}: {exc}", err=True)
         sys.exit(1)
-    for g in graded:
-        click.echo(f"{g.student}\t{g.notebook}\t{g.report.score:g}/{g.report.max_score:g}")
+    for g in graded:  # one line per student and notebook: the score, or why there is none
+        if g.error:
+            click.echo(f"{g.student}\t{g.notebook or '-'}\tnot graded: {g.error}")
+        else:
+            click.echo(f"{g.student}\t{g.notebook}\t{g.report.score:g}/{g.report.max_score:g}")
     if not graded:
         click.echo(f"no submissions found under {course_dir}/submitted/*/{assignment}", err=True)
+    failed = [g for g in graded if g.error]
+    if failed:  # as nbgrader's own autograde: everyone else is graded, and the status says someone was not
+        names = ", ".join(dict.fromkeys(g.student for g in failed))
+        click.echo(f"{len(failed)} of {len(graded)} notebooks not graded ({names}), the lines above say why; in "
+                   "the gradebook each scores 0, flagged, with the reason as its comment; rerun with --student "
+                   "once fixed", err=True)
+        sys.exit(1)
