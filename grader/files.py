@@ -80,3 +80,55 @@ def write_atomic(path: Path, text: str) -> None:
     """Write `text` to `path` as described above."""
     with writing(path) as f:
         f.write(text)
+
+
+def remove_tree(top: str | os.PathLike[str]) -> None:
+    """Remove a folder a worker wrote, whatever it holds, never raising: `shutil.rmtree` recurses (a submission
+    nesting 1,200 folders made it raise RecursionError and left the tree on disk, red team 13), and a path per
+    level grows past PATH_MAX. Here every nested folder is first moved up beside the others (a rename within the
+    tree), so the work is linear in the entries and never holds more than two folders open."""
+    try:
+        top_fd = os.open(top, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(top)  # a file or a link in its place
+        return
+    moved = 0
+    try:
+        while True:
+            with os.scandir(top_fd) as it:
+                entries = [(e.name, e.is_dir(follow_symlinks=False)) for e in it]
+            if not entries:
+                break
+            for name, is_dir in entries:
+                if not is_dir:
+                    with contextlib.suppress(OSError):
+                        os.unlink(name, dir_fd=top_fd)
+                    continue
+                try:
+                    fd = os.open(name, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0),
+                                 dir_fd=top_fd)
+                except OSError:
+                    continue
+                try:
+                    with os.scandir(fd) as it:
+                        children = [(e.name, e.is_dir(follow_symlinks=False)) for e in it]
+                    for child, child_dir in children:
+                        with contextlib.suppress(OSError):
+                            if child_dir:  # one level up, beside the others: removed in a later pass
+                                moved += 1
+                                os.rename(child, f".attn-kata-rm-{moved}", src_dir_fd=fd, dst_dir_fd=top_fd)
+                            else:
+                                os.unlink(child, dir_fd=fd)
+                finally:
+                    os.close(fd)
+                with contextlib.suppress(OSError):
+                    os.rmdir(name, dir_fd=top_fd)
+            if moved > 10_000_000:  # a file system that does not let go: stop rather than spin
+                break
+    except OSError:
+        pass
+    finally:
+        os.close(top_fd)
+    with contextlib.suppress(OSError):
+        os.rmdir(top)

@@ -64,7 +64,7 @@ def test_one_command_grader_per_step_and_the_points_add_up_to_the_katas_total(te
         assert s["with"]["command"].startswith(f"attn-kata --lang en check {s['id']} ")
     stubs = attn("grade", "exercises", "--format", "json")  # the kata's total, from the grader itself
     total = json.loads(stubs.stdout)["max_score"]
-    assert sum(s["with"]["max-score"] for s in graders) == total == 79
+    assert sum(s["with"]["max-score"] for s in graders) == total == 83
     report = json.loads(stubs.stdout)
     assert {s["id"]: s["with"]["max-score"] for s in graders} == {s["id"]: s["max_score"] for s in report["steps"]}
     reporter = steps[-1]

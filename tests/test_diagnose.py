@@ -61,6 +61,7 @@ DIAGNOSED: dict[str, dict[str, list[str]]] = {
     "ca_mask_after_softmax": {"causal_attention": ["mask_after_softmax"]},
     # mask not cut to num_tokens
     "ca_mask_not_cut": {"causal_attention": ["mask_not_cut"]},
+    "mha_mask_not_cut": {"multihead_attention": ["mask_not_cut"]},
     # dropout without rescaling, wrongly rescaled, p read as "keep", active in eval
     "drop_no_rescale": {"dropout": ["dropout_no_rescale"]},
     "ca_dropout_no_rescale": {"causal_attention": ["dropout_no_rescale"]},

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+import torch
 
 from grader import checks
 from grader.checks import CaseResult, Failed, Outcome
@@ -178,6 +179,30 @@ def test_the_divisibility_check_wants_the_books_assertion(structure: str, indivi
         assert str(failed.value).strip()
 
 
+def test_a_piece_of_an_input_needs_no_work() -> None:
+    """Outcome.trivial's class (checks.no_work): what code returns without computing (a row, a column, a slice, an
+    element, a reshape, a transposition or a broadcast of an input, zeros, ones) proves nothing; a computed
+    answer (a weighted sum, a mask, a softmax) is work, though every value of a mask comes from its input."""
+    g = torch.Generator().manual_seed(0)
+    x, w = torch.randn(5, 3, generator=g), torch.softmax(torch.randn(5, generator=g), 0)
+    batch = torch.randn(2, 4, 3, generator=g)
+    pieces = [x, x[0], x[-1], x[:, 1], x[1:3], x[2:, :2], x[3, 2], x.T, x.reshape(3, 5), x.reshape(-1),
+              x[0].expand(4, 3), x[:, :1].expand(5, 7), x[1, 1].expand(2, 2), torch.zeros(3), torch.ones(2, 2),
+              torch.empty(0), x[0] + 1e-7, batch[1], batch[:, 2], batch.transpose(1, 2)[0], batch[:, :, 0].T]
+    for i, t in enumerate(pieces):
+        assert checks.no_work(t, [w, x, batch]), i
+    x_only = [x]
+    work = [w @ x, x.sum(0), x[0] + x[1], x[0] * 2, x[0] + 1e-3, torch.softmax(x, 0), x.flip(0),
+            (x @ x.T).masked_fill(torch.triu(torch.ones(5, 5, dtype=torch.bool), 1), float("-inf")),
+            torch.full((3,), 0.5), torch.cat([x[0], x[2]])]
+    for i, t in enumerate(work):
+        assert not checks.no_work(t, x_only), i
+    # context_vector's single token: the reference's answer is the token's row, so that case vouches for nothing
+    plans, refs = prepared(SECRET)
+    outcome = Outcome("context_vector", plans["context_vector"], refs["context_vector"], refs["context_vector"])
+    assert outcome.trivial("single") and not outcome.trivial("random")
+
+
 # what the runner words a check that crashed or never ran as (grader/grading/runner.py): a bug, never a verdict
 INTERNAL_ERROR = re.compile(r"internal grader error|check did not run", re.I)
 
@@ -199,6 +224,11 @@ def test_failing_checks_explain_themselves(name: str) -> None:
 NOT_SINGLED_OUT: set[tuple[str, str]] = {
     # redundant: its "random" case is checked, shape first, by "random weights and inputs" (and "grad" has its shapes)
     ("context_vector", "shape (d_in,) when num_tokens ≠ d_in"),
+    # a bug of z's formula fails the book's example, "random" and "grad" together (one function, and "grad" runs at
+    # the sizes of "random"), and then nothing vouches for the shape or the single token: ctx_mean singled both out
+    # only while its right answer on one token, that token's row, still vouched (checks.no_work: it proves nothing)
+    ("context_vector", "random weights and inputs"),
+    ("context_vector", "the book's example: z(2) for 'journey'"),
     # one head runs the wrapper code fwd (3 heads) and book (2 heads) run: breaks only if code branches on num_heads
     ("multihead_wrapper", "num_heads = 1 is a single CausalAttention"),
     # changing sa_v2 (in-place t_()) reshapes rect's weights, so the probe's unused sa_v2(x) crashes the rect case
@@ -213,6 +243,11 @@ NOT_SINGLED_OUT: set[tuple[str, str]] = {
     # (common.shown_by, common.moves_with_the_module): a wrong `fwd` fails the buffer check too (and gradients,
     # read from `fwd`), so no bug leaves half of step 9's other checks passing
     ("causal_attention", "matches the reference on a batch of 2 with d_in ≠ d_out"),
+    # the same for step 11: the qkv_bias case and the dropout check's eval-mode case have `fwd`'s sizes, and the
+    # gradients are read from `fwd`, so a wrong forward fails four of the nine checks at once (these, and the values);
+    # a bug that breaks `fwd` and spares both `short` and the book's example (mha_scale_d_out breaks them all) would
+    # be one that depends on the batch size or on num_tokens = context_length
+    ("multihead_attention", "matches the reference: split, transpose, merge heads, out_proj"),
     # the same for step 14: a wrong `fwd` fails the size and mask checks with it, and `dropout` builds the module
     # the same way, so every bug of the build fails at least four of the five
     ("gpt2_size", "GPT-2 small's size: 12 heads of head_dim 64, d_in = d_out = 768, 2,360,064 parameters "

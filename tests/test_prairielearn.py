@@ -97,7 +97,7 @@ def test_run_script_grades_a_notebook(tmp_path: Path, question: Path) -> None:
     doc = run_script(root)
     assert doc["gradable"] is True
     total = sum(t["max_points"] for t in doc["tests"])
-    assert total == 79
+    assert total == 83
     assert 0 < doc["score"] < 1
     assert doc["score"] == pytest.approx(sum(t["points"] for t in doc["tests"]) / total, abs=1e-5)
     failed = [t for t in doc["tests"] if t["points"] < t["max_points"]]
@@ -113,7 +113,7 @@ def test_run_script_with_the_editors_file_only(tmp_path: Path, question: Path) -
     doc = run_script(root)
     dot = [t for t in doc["tests"] if t["name"].startswith("1. dot_scores")]
     assert dot and all(t["points"] == t["max_points"] for t in dot)
-    assert doc["score"] == pytest.approx(len(dot) / 79, abs=1e-5)
+    assert doc["score"] == pytest.approx(len(dot) / 83, abs=1e-5)
 
 
 def test_unreadable_or_missing_submissions_are_not_gradable(tmp_path: Path, question: Path) -> None:

@@ -76,7 +76,7 @@ def test_collect_only_lists_one_item_per_check_and_the_learners_own_tests(tmp_pa
     names = check_names()
     expected = {f"exercises/{s.file}::test_{s.id}[{n}]" for s in STEPS for n in names[s.id]}
     assert listed == expected | {"test_mine.py::test_mine"}
-    assert len(expected) == sum(len(v) for v in names.values()) == 79  # each check one item, ids unique
+    assert len(expected) == sum(len(v) for v in names.values()) == 83  # each check one item, ids unique
 
 
 def test_off_unless_asked_for_and_on_from_the_ini(tmp_path: Path, env: dict[str, str]) -> None:
@@ -145,7 +145,7 @@ def test_a_notebook_workspace_gets_its_checks_under_the_notebook(tmp_path: Path,
     nb = next((tmp_path / "nb").glob("*.ipynb"))
     listed = pytest_run(tmp_path / "nb", env, "--kata", "--collect-only", "-q")
     items = [line for line in listed.stdout.splitlines() if "::" in line]
-    assert len(items) == 79 and all(line.startswith(f"{nb.name}::test_") for line in items)
+    assert len(items) == 83 and all(line.startswith(f"{nb.name}::test_") for line in items)
     node = f"{nb.name}::test_dot_scores[a single token]"
     proc = pytest_run(tmp_path / "nb", env, "--kata", node)
     assert proc.returncode == 1 and "1 failed" in proc.stdout

@@ -15,7 +15,8 @@ from __future__ import annotations
 import hashlib
 import hmac
 import importlib
-from collections.abc import Callable
+import itertools
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -235,22 +236,16 @@ class Outcome:
         return any(not subjects or read & subjects for read in self._proofs())
 
     def trivial(self, case: str) -> bool:
-        """Is the reference's answer one that needs no work: each output one of the case's inputs (dropout with
-        training=False, one token's context vector) or all zeros or all ones (one token's attention weight)?"""
+        """Is the reference's answer one that needs no work: each output a piece of the case's inputs (dropout
+        with training=False returns its input, one token's context vector is that token's row) or all zeros or
+        all ones (one token's attention weight)? See `no_work`."""
         ref, spec = self.reference.get(case), self.case_specs[case]
         if ref is None:
             return True
         if ref.trivial_for is not None and ref.trivial_for[0] is spec:
             return ref.trivial_for[1]
-        inputs = spec.inputs
-
-        def known(t: torch.Tensor) -> bool:
-            if t.numel() and (bool((t == 0).all()) or bool((t == 1).all())):
-                return True
-            return any(i.shape == t.shape and torch.equal(i.to(torch.float64), t.to(torch.float64))
-                       for i in inputs.values())
-
-        answer = all(known(t) for t in ref.tensors.values())
+        inputs = list(spec.inputs.values())
+        answer = all(no_work(t, inputs) for t in ref.tensors.values())
         ref.trivial_for = (spec, answer)
         return answer
 
@@ -304,6 +299,68 @@ class Outcome:
 
     def inputs(self, case: str) -> dict[str, torch.Tensor]:
         return self.case_specs[case].inputs
+
+
+NO_WORK_STARTS = 64  # places in one arrangement of an input where a piece equal to an answer may start
+NO_WORK_BUDGET = 4096  # pieces compared, per answer and input: past it the answer counts as work (as before)
+
+
+def _close(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return torch.allclose(a, b, atol=VOUCH_ATOL, rtol=VOUCH_RTOL)  # a = the candidate, b = the answer (behaves)
+
+
+def _extents(start: tuple[int, ...], shape: tuple[int, ...], n: int) -> Iterator[tuple[int, ...]]:
+    """Block sizes from `start` within `shape` holding `n` elements together (a size of 1 is an index)."""
+    if not shape:
+        if n == 1:
+            yield ()
+        return
+    for e in range(1, min(n, shape[0] - start[0]) + 1):
+        if n % e == 0:
+            for rest in _extents(start[1:], shape[1:], n // e):
+                yield (e, *rest)
+
+
+def no_work(answer: torch.Tensor, inputs: list[torch.Tensor]) -> bool:
+    """Can `answer` be had without computing anything, within the tolerance that `Outcome.behaves` allows? That
+    is: empty, or a broadcast of a constant 0 or 1, or a broadcast, reshape or transposition of a block of one
+    input (the whole input, a slice, a row, a column, one element). Code that returns such a thing does no
+    work (`inputs[0]`, `inputs.T`, `x[:, :1].expand(...)`), so an answer the reference gets this way proves
+    nothing when the learner's equals it. Blocks are contiguous (slices of step 1) of any arrangement of the
+    input's dimensions; the search is bounded (NO_WORK_STARTS, NO_WORK_BUDGET), and past its bound an answer
+    counts as work, as every answer did before the class was widened."""
+    t = answer.detach().to(torch.float64)
+    if t.numel() == 0:
+        return True
+    for d in range(t.dim()):  # a broadcast: along a dimension where every slice is the first, keep the first
+        if t.shape[d] > 1 and _close(t.narrow(d, 0, 1).expand_as(t), t):
+            t = t.narrow(d, 0, 1)
+    flat = t.reshape(-1)
+    if flat.numel() == 1 and any(_close(torch.full_like(flat, c), flat) for c in (0.0, 1.0)):
+        return True
+    return any(_piece_of(flat, x) for x in inputs)
+
+
+def _piece_of(flat: torch.Tensor, x: torch.Tensor) -> bool:
+    """Is `flat` (an answer, flattened) the flattening of a block of `x` in some order of its dimensions?"""
+    x = x.detach()
+    if x.numel() < flat.numel() or x.is_complex():
+        return False
+    x = x.to(torch.float64)
+    budget = NO_WORK_BUDGET
+    orders = itertools.permutations(range(x.dim())) if x.dim() <= 4 else [tuple(range(x.dim()))]
+    for order in orders:
+        arranged = x.permute(order)
+        first = torch.isclose(arranged, flat[0].expand_as(arranged), atol=VOUCH_ATOL, rtol=VOUCH_RTOL)
+        for start in first.nonzero()[:NO_WORK_STARTS].tolist():
+            for ext in _extents(tuple(start), tuple(arranged.shape), flat.numel()):
+                block = arranged[tuple(slice(s, s + e) for s, e in zip(start, ext, strict=True))]
+                if _close(block.reshape(-1), flat):
+                    return True
+                budget -= 1
+                if budget <= 0:
+                    return False
+    return False
 
 
 def describe_failure(res: CaseResult) -> str:

@@ -7,6 +7,7 @@ import torch
 from grader.checks import Case, Gen, Outcome, book_inputs, cases, check, expect
 from grader.checks.common import (
     DROPOUT_COPIES,
+    QKV_BIAS_CHECK,
     book,
     dropout_mean_close,
     grads_match,
@@ -14,6 +15,7 @@ from grader.checks.common import (
     module,
     moves_with_the_module,
     no_future,
+    qkv_bias_added,
 )
 from grader.i18n import N_, _
 
@@ -65,7 +67,23 @@ def _cases(g: Gen) -> dict[str, Case]:
     c |= _placement(g)
     c["book"] = book(CLS, g, {"d_in": 3, "d_out": 2, "context_length": 6, "dropout": 0.0}, 123,
                      torch.stack((book_inputs(), book_inputs()), dim=0))  # (2, 6, 3)
-    return c
+    return c | qkv_bias_cases(g, CLS, c["fwd"], "", 1)
+
+
+def qkv_bias_cases(g: Gen, cls: str, fwd: Case, prefix: str, n_heads: int) -> dict[str, Case]:
+    """qkv_bias=True (the constructor's last argument, positional as the book passes it) on `fwd`'s sizes: the
+    constructor alone (`bias_ctor`: the parameters it creates) and a forward with the grader's biases among the
+    weights (`bias`; the wrapper's heads are stand-ins that create biases when they are given qkv_bias=True).
+    Drawn after every other case, so those draw what they drew before."""
+    ctor = {**fwd.params["ctor"], "qkv_bias": True}
+    shapes: dict[str, tuple[int, ...]] = {}
+    for h in range(n_heads):
+        shapes |= linear_shapes(prefix.format(h=h), ctor["d_in"], ctor["d_out"], bias=True)
+    shapes |= {k: v for k, v in ((n.removeprefix("w."), tuple(t.shape)) for n, t in fwd.inputs.items()
+                                 if n.startswith("w.out_proj."))}  # MultiHeadAttention's out_proj, as in fwd
+    x = g.randn(*fwd.inputs["x"].shape)
+    return {"bias_ctor": Case("construct", {}, {"cls": cls, "ctor": ctor}, g.seed()),
+            "bias": module(cls, g, ctor, shapes, x)}
 
 
 # dropout's placement, seen exactly: the inputs are the identity (x = I, d_in = num_tokens) and W_value stacks I over
@@ -89,15 +107,25 @@ def _placement(g: Gen) -> dict[str, Case]:
     return cases
 
 
-def _placed_on_the_weights(r: Outcome) -> None:
-    """Training mode with x = I: every attention weight dropped or kept × 1/(1−p), both of its copies alike."""
+def placed_on_the_weights(r: Outcome, dims: tuple[str, ...] = DIMS, heads: int = 1, shift: float = 0.0) -> None:
+    """Training mode with x = I: every attention weight dropped or kept × 1/(1−p), both of its copies alike.
+    MultiHeadAttention (step 11): `heads` heads of head_dim 2 × num_tokens, each head's values [I | 2I], seen
+    through an out_proj of weight I and bias `shift` (not 0, so dropout after out_proj shows as such)."""
     n = PLACE_TOKENS
     ev = expect.tensor(r.got("place_eval"), _("eval output"))
-    expect.close(ev, r.want("place_eval"), _("eval-mode output with dropout=0.5"), DIMS)
+    expect.close(ev, r.want("place_eval"), _("eval-mode output with dropout=0.5"), dims)
     tr = expect.tensor(r.got("place"), _("training output"))
-    expect.shape(tr, r.want("place").shape, _("training output"), DIMS)
-    w = ev[0, :, :n].to(torch.float64)  # the learner's own attention weights (equal to the reference's)
-    a, b = tr[..., :n].to(torch.float64), tr[..., n:].to(torch.float64) / 2
+    expect.shape(tr, r.want("place").shape, _("training output"), dims)
+    ev64, tr64 = ev.to(torch.float64), tr.to(torch.float64)
+    if shift:  # out_proj's output dropped: each entry of it 0 or × 1/(1−p) on its own, out_proj's bias with it
+        scaled = ev64 / (1 - PLACE_P)
+        after = ((tr64 - scaled).abs() <= 1e-5 + 1e-4 * scaled.abs()) | (tr64.abs() <= 1e-5)
+        expect.true(not bool(after.all()) or bool((tr64 == 0).sum() == 0), _(
+            "dropout is applied after out_proj: its output is dropped entry by entry, out_proj's bias with it; "
+            "apply self.dropout to attn_weights, after the softmax and before multiplying by the values"))
+    split = tr64.shape[:-1] + (heads, 2, n)  # (copies, num_tokens, heads, [I | 2I] copy, num_tokens)
+    w = (ev64[0] - shift).reshape(n, heads, 2, n)[..., 0, :]  # the learner's own attention weights, per head
+    a, b = ((tr64 - shift).reshape(split)[..., i, :] / (i + 1) for i in (0, 1))
     tol = 1e-5 + 1e-4 * w.abs()
 
     def pattern(scale: float) -> tuple[torch.Tensor, torch.Tensor]:
@@ -176,9 +204,17 @@ def _check(r: Outcome) -> None:
     expect.shape(sample, r.want("dropout", "sample").shape, _("training output"), DIMS)
     expect.true(not torch.allclose(sample[0], ev[0]), _("training mode with dropout=0.5 gave the eval output: "
                 "is self.dropout applied to the attention weights?"))
-    _placed_on_the_weights(r)
+    placed_on_the_weights(r)
     expect.shape(mean, spread.shape, _("mean training output"), DIMS)
     copies = int(r.case_specs["dropout"].params["copies"])
     expect.true(dropout_mean_close(mean, ev, spread, copies),
                 _("averaged over {n} dropout draws the output should equal the eval output; it does not "
                   "(dropout must rescale the kept weights by 1/(1−p))").format(n=copies))
+
+
+@check(STEP, QKV_BIAS_CHECK)
+def _check(r: Outcome) -> None:
+    qkv_bias_added(r, "fwd", "bias_ctor", "bias", N_("qkv_bias=True gives your module no bias parameter (it has the same parameters as with "
+                      "qkv_bias=False): pass bias=qkv_bias to W_query, W_key and W_value"),
+                   N_("qkv_bias=True adds {got} parameters, expected {want}: a bias of d_out for each of W_query, "
+                      "W_key and W_value, nothing else"), DIMS)

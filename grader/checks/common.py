@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from math import prod
 from typing import Any
 
 import torch
 
-from grader.checks import Case, Failed, Gen, Outcome, expect
+from grader.checks import Case, Failed, Gen, Outcome, describe_failure, expect
 from grader.i18n import N_, _
+from grader.worker.probes import CTOR_ORDER
 
 
 def call(fn: str, g: Gen, consts: list[Any] | None = None, grad_out: tuple[int, ...] | None = None,
@@ -121,3 +123,52 @@ def no_future(r: Outcome, case: str, cut: int, what: str) -> None:
         raise expect.Failed(_("{what}: output at position {pos} changed when tokens {cut}.. changed: "
                               "a token can see the future (is the causal mask applied before the softmax?)").format(
             what=what, pos=pos, cut=cut))
+
+
+def claimed(r: Outcome, case: str, key: str) -> Any:
+    """A fact the learner's code reports for `case`, read without vouching (Outcome._vouch) and so only to word a
+    failure, never to pass one: a forged fact then buys another wording of the same failure. None when the case
+    did not run or holds no such fact."""
+    res = r.learner.get(case)
+    return res.facts.get(key) if res is not None and res.status == "ok" else None
+
+
+def n_params(structure: Any) -> int | None:
+    """How many numbers a module's parameters hold (its structure fact), None for an odd fact."""
+    try:
+        return sum(prod(int(d) for d in shape) for shape in structure["params"].values())
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
+
+
+# qkv_bias=True, passed positionally as the book calls the constructors (probes.CTOR_ORDER)
+QKV_BIAS_CHECK = N_("qkv_bias=True adds a bias to W_query, W_key and W_value")
+NO_QKV_BIAS_PARAM = N_("the constructor takes no qkv_bias: add qkv_bias=False as its last parameter, as the book "
+                       "does (`{call}` raised {exception}: {message})")
+
+
+def qkv_bias_added(r: Outcome, plain: str, built: str, case: str, no_bias: str, count: str,
+                   dims: tuple[str, ...]) -> None:
+    """The constructor takes qkv_bias (`built`: a construct case with qkv_bias=True, next to `plain`, a case that
+    reports the structure of the same module with qkv_bias=False), it adds exactly the reference's biases
+    (`no_bias`, `count`: the messages when it adds none, or another number), and `case`, run with the grader's
+    biases among its weights, computes the reference's output. Only that output passes the check: the facts read
+    before it (claimed, unvouched) only say why it fails."""
+    base = r.learner.get("fwd")  # the same module without biases: a structural cause there is the cause here too
+    if base is not None and base.status == "wrong_type":
+        raise Failed(describe_failure(base))  # said once, on the step's structure check (grader.checks.structure)
+    res, plain_s = r.learner.get(built), claimed(r, plain, "structure")
+    spec = r.case_specs[built].params
+    call = f"{spec['cls']}({', '.join(repr(spec['ctor'][k]) for k in CTOR_ORDER if k in spec['ctor'])})"
+    if res is not None and res.status == "error" and plain_s is not None:
+        if res.exception == "TypeError" and "argument" in res.message:
+            raise Failed(_(NO_QKV_BIAS_PARAM).format(call=call, exception=res.exception, message=res.message))
+        raise Failed(_("`{call}`: {failure}").format(call=call, failure=describe_failure(res)))
+    n_plain, n_bias = n_params(plain_s), n_params(claimed(r, built, "structure"))
+    want_plain, want_bias = (n_params(r.want(c, "structure")) for c in (plain, built))
+    if None not in (n_plain, n_bias, want_plain, want_bias) and n_plain == want_plain:
+        expect.true(n_bias != n_plain, _(no_bias))
+        expect.true(n_bias - n_plain == want_bias - want_plain, _(count).format(
+            got=f"{n_bias - n_plain:,}", want=f"{want_bias - want_plain:,}"))
+    expect.close(r.got(case), r.want(case), _("context vectors with qkv_bias=True (do the biases reach queries, "
+                                              "keys and values in forward?)"), dims)

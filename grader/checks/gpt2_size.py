@@ -8,10 +8,8 @@ a module built like the reference still gets the reference's weights, any other 
 
 from __future__ import annotations
 
-from math import prod
-
 from grader.checks import Case, Gen, Outcome, cases, check, expect
-from grader.checks.common import module, moves_with_the_module, no_future, shown_by
+from grader.checks.common import claimed, module, moves_with_the_module, n_params, no_future, shown_by
 from grader.i18n import N_, _
 
 STEP = "gpt2_size"
@@ -44,15 +42,20 @@ def _cases(g: Gen) -> dict[str, Case]:
     return built
 
 
-def _n_params(structure: dict) -> int:
-    return sum(prod(shape) for shape in structure["params"].values())
-
-
 @check(STEP, N_("GPT-2 small's size: 12 heads of head_dim 64, d_in = d_out = 768, 2,360,064 parameters "
                 "(qkv_bias=False)"))
 def _check(r: Outcome) -> None:
-    s = r.got("fwd", "structure")
     w = r.want("fwd", "structure")
+    # qkv_bias=True, said as such even before any output is right (a claim read only to word this failure): every
+    # parameter of the reference's there, and exactly 3 × d_out more, the query, key and value biases
+    mine = claimed(r, "fwd", "structure")
+    got_n, want_n = n_params(mine), n_params(w)
+    if got_n is not None and got_n - want_n == 3 * w["attrs"]["d_out"] and all(
+            mine["params"].get(name) == shape for name, shape in w["params"].items()):
+        raise expect.Failed(_("{n} parameters, expected {want}: the {extra} more are the query, key and value "
+                              "biases, so qkv_bias should stay False").format(
+            n=f"{got_n:,}", want=f"{want_n:,}", extra=f"{got_n - want_n:,}"))
+    s = r.got("fwd", "structure")
     for attr in ("num_heads", "head_dim", "d_out"):
         expect.true(s["attrs"].get(attr) == w["attrs"][attr], _("{attr} is {got}, expected {want}").format(
             attr=attr, got=s["attrs"].get(attr), want=w["attrs"][attr]))
@@ -60,8 +63,8 @@ def _check(r: Outcome) -> None:
         got = s["params"].get(name)
         expect.true(got == shape, _("parameter `{name}` is {got}, expected {want}").format(
             name=name, got=tuple(got) if got else None, want=tuple(shape)))
-    expect.true(_n_params(s) == _n_params(w), _("{n} parameters, expected {want} (is qkv_bias False?)").format(
-        n=f"{_n_params(s):,}", want=f"{_n_params(w):,}"))
+    expect.true(n_params(s) == want_n, _("{n} parameters, expected {want} (is qkv_bias False?)").format(
+        n=f"{n_params(s):,}", want=f"{want_n:,}"))
     shown_by(r, "fwd", _("GPT-2 small's size"), DIMS)  # the facts above are what the module says of itself
 
 

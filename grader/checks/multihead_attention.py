@@ -5,7 +5,8 @@ from __future__ import annotations
 import torch
 
 from grader.checks import Case, Gen, Outcome, book_inputs, cases, check, describe_failure, expect
-from grader.checks.common import book, grads_match, linear_shapes, module, no_future
+from grader.checks.causal_attention import PLACE_COPIES, PLACE_P, PLACE_TOKENS, placed_on_the_weights, qkv_bias_cases
+from grader.checks.common import QKV_BIAS_CHECK, book, grads_match, linear_shapes, module, no_future, qkv_bias_added
 from grader.i18n import N_, _
 
 STEP = "multihead_attention"
@@ -33,7 +34,7 @@ def _cases(g: Gen) -> dict[str, Case]:
     x = g.randn(2, ctx, d_in)
     perturbed = x.clone()
     perturbed[:, ctx // 2:] = g.randn(2, ctx - ctx // 2, d_in)
-    return {
+    c = {
         "fwd": module(CLS, g, ctor, _shapes(d_in, d_out), x, grad_out=(2, ctx, d_out)),
         "leak": module(CLS, g, ctor, _shapes(d_in, d_out), x, extra={"perturbed": perturbed}),
         "short": module(CLS, g, ctor, _shapes(d_in, d_out), g.randn(3, ctx - 2, d_in)),
@@ -46,6 +47,34 @@ def _cases(g: Gen) -> dict[str, Case]:
         # with the grader's weights (none loaded): which parameters play W_query, ..., out_proj
         "roles": Case("construct", g.weights(_shapes(d_in, d_out)), {"cls": CLS, "ctor": ctor}, g.seed()),
     }
+    # drawn after the cases above, so these draw what they drew before
+    c |= qkv_bias_cases(g, CLS, c["fwd"], "", 1)
+    c["eval_dropout"] = module(CLS, g, {**ctor, "dropout": 0.5}, _shapes(d_in, d_out), g.randn(2, ctx, d_in))
+    return c | _placement(g)
+
+
+# dropout's placement, seen exactly as in step 9 (causal_attention.placed_on_the_weights): x = I (d_in = num_tokens =
+# context_length), PLACE_HEADS heads of head_dim 2 × num_tokens whose values are each [I | 2I] (W_value stacks I
+# over 2I once per head), and an out_proj of weight I, so the output shows every head's attention weights [A | 2A]
+# exactly; out_proj's bias is PLACE_SHIFT, not 0, so that dropout after out_proj (on its output, bias included) is
+# told apart from dropout on the context vectors before it
+PLACE_HEADS, PLACE_SHIFT = 2, 1.0
+
+
+def _placement(g: Gen) -> dict[str, Case]:
+    n, h = PLACE_TOKENS, PLACE_HEADS
+    d_out = 2 * n * h
+    ctor = {"d_in": n, "d_out": d_out, "context_length": n, "dropout": PLACE_P, "num_heads": h}
+    eye = torch.eye(n)
+    cases = {name: module(CLS, g, ctor, _shapes(n, d_out), eye.expand(copies, n, n).contiguous(), train=train)
+             for name, copies, train in (("place_eval", 1, False), ("place", PLACE_COPIES, True))}
+    for k in ("w.W_query.weight", "w.W_key.weight"):  # the same attention weights in both cases
+        cases["place"].inputs[k] = cases["place_eval"].inputs[k]
+    for case in cases.values():
+        case.inputs["w.W_value.weight"] = torch.cat((eye, 2 * eye)).repeat(h, 1)  # (d_out, d_in): [I; 2I] per head
+        case.inputs["w.out_proj.weight"] = torch.eye(d_out)
+        case.inputs["w.out_proj.bias"] = torch.full((d_out,), PLACE_SHIFT)
+    return cases
 
 
 @check(STEP, STRUCTURE_CHECK)
@@ -102,3 +131,19 @@ def _check(r: Outcome) -> None:
 @check(STEP, N_("gradients reach every weight, out_proj included"))
 def _check(r: Outcome) -> None:
     grads_match(r, "fwd", "MultiHeadAttention")
+
+
+@check(STEP, QKV_BIAS_CHECK)
+def _check(r: Outcome) -> None:
+    qkv_bias_added(r, "structure", "bias_ctor", "bias", N_(
+        "qkv_bias=True gives your module no bias parameter (it has the same parameters as with qkv_bias=False): "
+        "pass bias=qkv_bias to W_query, W_key and W_value"), N_(
+        "qkv_bias=True adds {got} parameters, expected {want}: a bias of d_out for each of W_query, W_key and "
+        "W_value, nothing else (out_proj keeps its bias either way)"), DIMS)
+
+
+@check(STEP, N_("dropout on the attention weights: none in eval mode; in training, each weight dropped or scaled by "
+                "1/(1−p), nothing dropped after out_proj"))
+def _check(r: Outcome) -> None:
+    expect.close(r.got("eval_dropout"), r.want("eval_dropout"), _("eval-mode output with dropout=0.5"), DIMS)
+    placed_on_the_weights(r, DIMS, heads=PLACE_HEADS, shift=PLACE_SHIFT)

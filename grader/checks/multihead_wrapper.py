@@ -5,8 +5,8 @@ from __future__ import annotations
 import torch
 
 from grader.checks import Case, Gen, Outcome, book_inputs, cases, check, expect
-from grader.checks.causal_attention import plan
-from grader.checks.common import book, grads_match, linear_shapes, module
+from grader.checks.causal_attention import plan, qkv_bias_cases
+from grader.checks.common import QKV_BIAS_CHECK, book, grads_match, linear_shapes, module, qkv_bias_added
 from grader.i18n import N_, _
 
 STEP = "multihead_wrapper"
@@ -24,7 +24,8 @@ def _cases(g: Gen) -> dict[str, Case]:
                       linear_shapes("heads.0.", d_in, d_out), g.randn(2, 5, d_in))
     c["book"] = book(CLS, g, {"d_in": 3, "d_out": 2, "context_length": 6, "dropout": 0.0, "num_heads": 2}, 123,
                      torch.stack((book_inputs(), book_inputs()), dim=0))
-    return c
+    # the heads are stand-ins (grader.worker.standins) that create biases when they are given qkv_bias=True
+    return c | qkv_bias_cases(g, CLS, c["fwd"], "heads.{h}.", 3)
 
 
 @check(STEP, STRUCTURE_CHECK)
@@ -63,3 +64,12 @@ def _check(r: Outcome) -> None:
 @check(STEP, N_("gradients reach every head"))
 def _check(r: Outcome) -> None:
     grads_match(r, "fwd", "MultiHeadAttentionWrapper")
+
+
+@check(STEP, QKV_BIAS_CHECK)
+def _check(r: Outcome) -> None:
+    qkv_bias_added(r, "fwd", "bias_ctor", "bias", N_(
+        "qkv_bias=True gives the heads no bias parameter (the wrapper has the same parameters as with "
+        "qkv_bias=False): pass qkv_bias on to every head, CausalAttention(d_in, d_out, context_length, dropout, "
+        "qkv_bias)"), N_("qkv_bias=True adds {got} parameters, expected {want}: in every head a bias of d_out for "
+                         "each of W_query, W_key and W_value, nothing else"), DIMS)

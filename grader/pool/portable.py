@@ -13,7 +13,6 @@ import atexit
 import contextlib
 import os
 import queue
-import shutil
 import signal
 import subprocess
 import sys
@@ -21,6 +20,7 @@ import tempfile
 import threading
 from typing import TYPE_CHECKING, Any
 
+from grader.files import remove_tree
 from grader.sandbox import framing  # torch-free: `warm_up` starts a spare without importing torch here
 from grader.settings import IMPORT_ROOT
 
@@ -114,7 +114,7 @@ class PortableWorker:
         try:
             self.proc = _take()
         except OSError as exc:
-            shutil.rmtree(self.workdir, ignore_errors=True)
+            remove_tree(self.workdir)
             raise InfrastructureError(f"could not start a worker: {exc}") from None
         self.pid = self.proc.pid
         self.alive = True
@@ -198,7 +198,7 @@ class PortableWorker:
     def kill(self) -> None:
         self.alive = False
         _kill(self.proc)
-        shutil.rmtree(self.workdir, ignore_errors=True)
+        remove_tree(self.workdir)
 
     def close(self) -> None:
         self.kill()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import signal
 import socket
 import tempfile
@@ -14,6 +13,7 @@ from typing import Any
 
 import torch
 
+from grader.files import remove_tree
 from grader.pool.errors import InfrastructureError, WeakSandbox, WorkerLost  # noqa: F401 - this API too
 from grader.sandbox import channel
 from grader.settings import backend
@@ -36,6 +36,10 @@ REQUIRED_LAYERS: dict[str, tuple[str, ...]] = {
     # what no uid stops: a lock, taken or read, on any file it may read (POSIX record locks on /etc/passwd carried
     # a reference to a classmate graded at the same time); and, whatever its uid, no metadata change by an owner
     "no chmod, chown, xattr, utime or locks (seccomp)": ("seccomp_no_file_changes",),
+    # a process of the same uid may lower another's limits (RLIMIT_CPU 1: a classmate's worker killed), renice it
+    # or pin it to one CPU (a classmate's time-out), and Landlock scopes none of it: it must name no other process,
+    # or be refused (a grader that is not root has no PID namespace)
+    "cannot change other processes' limits or scheduling": ("pid_namespace", "seccomp_no_process_changes"),
 }
 
 
@@ -58,6 +62,8 @@ FIXES: dict[str, str] = {
     "nothing shared between workers (IPC namespace)": "run the batch as root, or a kernel with seccomp filters "
     "(CONFIG_SECCOMP_FILTER), or grade each submission in a container of its own",
     "no chmod, chown, xattr, utime or locks (seccomp)": "a kernel with seccomp filters (CONFIG_SECCOMP_FILTER)",
+    "cannot change other processes' limits or scheduling": "run the batch as root, or a kernel with seccomp "
+    "filters (CONFIG_SECCOMP_FILTER)",
     "runs as a uid that owns nothing outside its work dir": "run the batch as root (its workers then run as "
     "nobody), or a kernel with seccomp filters (which then deny chmod, chown, utime and extended attributes)",
     "never root (a root grader's worker runs as nobody)": "a Python that others can read (a venv of "
@@ -106,7 +112,7 @@ def _workdir() -> str:
                         continue
                     os.kill(int(owner), 0)  # the grading process is alive: keep it
                 except (ProcessLookupError, PermissionError):  # gone (its pid free, or now another user's)
-                    shutil.rmtree(entry.path, ignore_errors=True)
+                    remove_tree(entry.path)
                 except OSError:
                     pass
     return tempfile.mkdtemp(prefix=f"{WORKDIR_PREFIX}{os.getpid()}-")
@@ -226,7 +232,7 @@ class LinuxWorker:
             os.close(self.pidfd)
             self.pidfd = None
         self.sock.close()
-        shutil.rmtree(self.workdir, ignore_errors=True)
+        remove_tree(self.workdir)
 
     def close(self) -> None:
         self.kill()
