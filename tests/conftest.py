@@ -1,10 +1,96 @@
 """The suite grades in-process, as it always has: the warm background grader (grader/daemon) is off for every
 test by default, so no test leaves a daemon running for 10 minutes after the session, nor shares one with
 another test or with the developer. tests/test_daemon.py turns it on for its own commands, each test with a
-runtime folder (and so a daemon) of its own, stopped at the test's end."""
+runtime folder (and so a daemon) of its own, stopped at the test's end.
+
+The `sandbox` marker (pyproject.toml) selects the tests that prove the worker's confinement; .ci/setups.sh runs
+`pytest -m sandbox` again as root with a world-readable Python and as a non-root user. A module named in
+SANDBOX_MODULES is marked here too, whether or not it says `pytestmark = pytest.mark.sandbox` itself, so a new
+sandbox test file cannot drop out of those set-ups by forgetting the line.
+
+A grader that is not root cannot give its workers a private tmpfs (it needs a mount namespace): `attn-kata doctor`
+reports that row missing and grading with a secret refuses on such a host (docs/design.md §3). There the sandbox
+tests that grade with a secret, to prove that it never reaches a worker or a report, run under the instructor's
+waiver (ATTN_KATA_ALLOW_WEAK_SANDBOX=1), so every attack still meets every other layer; the tests marked
+`strong_gate` (the refusal itself) never get the waiver, and test_doctor requires every other needed row active.
+"""
 
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
 
 os.environ["ATTN_KATA_NO_DAEMON"] = "1"  # inherited by every `attn-kata` a test runs with the default environment
+
+SANDBOX_MODULES = {"test_hostile", "test_doctor", "test_standins", "test_seccomp", "test_worker_uid"}
+# the needs (doctor rows of the same name) that only a root grader can meet; missing by design for any other
+ROOT_ONLY = frozenset({"disk use capped (private tmpfs)"})
+LACKS_BY_DESIGN = frozenset() if os.geteuid() == 0 else ROOT_ONLY
+WAIVER = "ATTN_KATA_ALLOW_WEAK_SANDBOX"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.module is not None and item.module.__name__.rsplit(".", 1)[-1] in SANDBOX_MODULES:
+            item.add_marker(pytest.mark.sandbox)
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    if LACKS_BY_DESIGN:
+        return (f"uid {os.geteuid()} (not root): lacks by design {sorted(LACKS_BY_DESIGN)}; sandbox tests that grade "
+                f"with a secret run under {WAIVER}=1, except those marked strong_gate")
+    return None
+
+
+@pytest.fixture(scope="session")
+def lacks_by_design() -> frozenset[str]:
+    """The needed rows this set-up lacks by design (a grader that is not root: its workers get no private tmpfs)."""
+    return LACKS_BY_DESIGN
+
+
+def _waived(on: bool) -> Iterator[None]:
+    before = os.environ.get(WAIVER)
+    if on:
+        os.environ[WAIVER] = "1"
+    else:
+        os.environ.pop(WAIVER, None)
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(WAIVER, None)
+        else:
+            os.environ[WAIVER] = before
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _waiver_for_the_module(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Module-scoped fixtures (test_hostile's reports) grade before any function fixture runs."""
+    marked = any(m.name == "sandbox" for m in getattr(request.node, "own_markers", []))
+    name = request.node.name.rsplit("/", 1)[-1].removesuffix(".py")
+    yield from _waived(bool(LACKS_BY_DESIGN) and (marked or name in SANDBOX_MODULES))
+
+
+@pytest.fixture(autouse=True)
+def _waiver_for_the_test(request: pytest.FixtureRequest) -> Iterator[None]:
+    node = request.node
+    on = bool(LACKS_BY_DESIGN) and node.get_closest_marker("sandbox") is not None
+    yield from _waived(on and node.get_closest_marker("strong_gate") is None)
+
+
+@pytest.fixture
+def public_tmp() -> Iterator[Path]:
+    """A fresh folder every uid may search (0755), as a platform's /autograder or /grade is. pytest's tmp_path lies in
+    a 0700 folder, from which a root grader's worker (nobody) can import the kata only through a mount namespace of
+    its own, which a container without CAP_SYS_ADMIN cannot make (.ci/setups.sh's Docker emulation)."""
+    folder = Path(tempfile.mkdtemp(prefix="attn-kata-public-"))
+    folder.chmod(0o755)
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

@@ -523,6 +523,7 @@ def attention_scores(inputs, query):
 '''
 
 
+@pytest.mark.sandbox  # run in every set-up by .ci/setups.sh
 @pytest.mark.skipif(__import__("grader.sandbox.landlock", fromlist=["abi"]).abi() < 1, reason="needs Landlock")
 def test_a_worker_cannot_read_the_secret_from_a_grading_process(tmp_path: Path) -> None:
     """The grading processes hold the secret and are the zygote's children, like the workers: a worker that
@@ -546,7 +547,10 @@ def test_a_worker_cannot_read_the_secret_from_a_grading_process(tmp_path: Path) 
 
     hunter = threading.Thread(target=hunt_unconfined)
     hunter.start()
-    result = batch.run_batch(directory=klass, out=tmp_path / "out", jobs=1, secret="the-term-key-4821")
+    # tests/conftest.py's waiver where a non-root set-up lacks a layer by design (batch reads only its argument)
+    waived = os.environ.get("ATTN_KATA_ALLOW_WEAK_SANDBOX") == "1"
+    result = batch.run_batch(directory=klass, out=tmp_path / "out", jobs=1, secret="the-term-key-4821",
+                             allow_weak_sandbox=waived)
     found_outside.append(False)  # stops the thread if it found nothing
     hunter.join()
     assert found_outside[0] is True, "the search cannot find the secret even unconfined: it proves nothing"

@@ -145,7 +145,8 @@ def _step(res: dict, step: str) -> tuple[float, float]:
     return sum(t["score"] for t in tests), sum(t["max_score"] for t in tests)
 
 
-def test_answers_learned_from_earlier_attempts_are_no_use(tmp_path: Path, autograder_zip: Path) -> None:
+def test_answers_learned_from_earlier_attempts_are_no_use(tmp_path: Path, autograder_zip: Path,
+                                                         public_tmp: Path) -> None:
     """Gradescope grades each attempt under the course's secret; the hidden cases are drawn from it keyed by the
     upload's content (grader.grading.cases_key), so a table of one set of cases and answers earns nothing (its
     answer to the public book example proves no work). Under the course's cases alone (what a batch uses), the
@@ -154,10 +155,12 @@ def test_answers_learned_from_earlier_attempts_are_no_use(tmp_path: Path, autogr
 
     replay = tmp_path / "replay.py"
     replay.write_text(_replay(COURSE_SECRET), encoding="utf-8")
-    shared = engine.grade(replay, steps=["dot_scores"], secret=COURSE_SECRET).steps[0]
+    # graded as in a container of its own (what Gradescope gives each upload): a shared host's needs (a tmpfs, an
+    # IPC namespace) are not this control's, and a container lacks them (.ci/setups.sh's Docker emulation)
+    shared = engine.grade(replay, steps=["dot_scores"], secret=COURSE_SECRET, config={"context": "container"}).steps[0]
     assert shared.score == shared.max_score, [(c.name, c.message) for c in shared.checks if not c.passed]
 
-    root = _tree(tmp_path, autograder_zip)
+    root = _tree(public_tmp, autograder_zip)  # searchable by all, as /autograder is: its workers run as nobody
     (root / "source" / "secret.txt").write_text(COURSE_SECRET, encoding="utf-8")
     shutil.copy(replay, root / "submission" / "attention.py")
     got, top = _step(_run(root), "dot_scores")

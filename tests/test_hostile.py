@@ -21,6 +21,7 @@ from procs import descendants, leftovers  # noqa: F401 - tests/procs.py
 
 from grader.grading import engine
 
+pytestmark = pytest.mark.sandbox  # run in every set-up by .ci/setups.sh
 ROOT = Path(__file__).resolve().parent.parent
 # every hostile file also carries a correct step 7, which must keep full marks
 GOOD = (ROOT / "solutions" / "causal_mask.py").read_text()
@@ -440,8 +441,13 @@ def _temp_worker_dirs() -> set[str]:
     return {p.name for p in Path(tempfile.gettempdir()).glob(f"attn-kata-worker-{os.getpid()}-*")}
 
 
+# what needs a layer that a set-up lacks by design (tests/conftest.py): never run there (the disk filler would write
+# 16 GB to the shared disk of a grader that is not root, which mounts its workers no tmpfs)
+NEEDS = {"disk_filler": "disk use capped (private tmpfs)"}
+
+
 @pytest.fixture(scope="module")
-def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
+def reports(tmp_path_factory: pytest.TempPathFactory, lacks_by_design: frozenset[str]) -> dict[str, dict]:
     from grader.pool import zygote
 
     folder = tmp_path_factory.mktemp("hostile")
@@ -451,6 +457,8 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
     os.environ["ATTN_KATA_SECRET"] = SECRETS[1]  # must never reach a worker
     try:
         for name, src in [*CASES.items(), *((f"twin_{k}", v) for k, v in TWINS.items())]:
+            if NEEDS.get(name) in lacks_by_design:
+                continue
             p = folder / f"{name}.py"
             p.write_text(src[0] if isinstance(src, tuple) else attack(src))
             out[name] = engine.grade(p, steps=["dot_scores", "causal_mask"], timeout=TIMEOUTS.get(name, TIMEOUT),
@@ -464,6 +472,9 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
 
 @pytest.mark.parametrize("name", list(CASES))
 def test_hostile_submission(reports: dict[str, dict], name: str) -> None:
+    if name not in reports:
+        pytest.skip(f"needs '{NEEDS[name]}', which a grader that is not root lacks by design (attn-kata doctor: not "
+                    "active; grading with a secret refuses here)")
     _, status, detail = CASES[name]
     steps = {s["id"]: s for s in reports[name]["steps"]}
     attacked = steps["dot_scores"]
@@ -654,7 +665,8 @@ def test_infrastructure_error_is_retried_then_raised_never_a_zero(monkeypatch: p
 
 
 def test_step_details_say_what_happened(reports: dict[str, dict]) -> None:
-    detail = {name: {s["id"]: s for s in reports[name]["steps"]}["dot_scores"]["detail"] for name in CASES}
+    detail = {name: {s["id"]: s for s in reports[name]["steps"]}["dot_scores"]["detail"]
+              for name in CASES if name in reports}  # (NEEDS: not run where a layer it needs is lacking)
     assert detail["infinite_loop"] == "timeout"
     assert detail["os_exit_in_step"] == "crashed"
     assert detail["memory_bomb"] == "memory_limit"

@@ -138,13 +138,13 @@ def test_grade_format_prairielearn(tmp_path: Path) -> None:
     assert doc["gradable"] is False
 
 
-def test_answers_learned_from_earlier_attempts_are_no_use(tmp_path: Path, question: Path) -> None:
+def test_answers_learned_from_earlier_attempts_are_no_use(question: Path, public_tmp: Path) -> None:
     """PrairieLearn grades each attempt under the question's secret, its hidden cases keyed by the upload's
     content (grader.grading.cases_key): a table of the course cases' answers (test_gradescope._replay, which takes
     every point of step 1 under the course's cases alone) earns nothing."""
     from test_gradescope import COURSE_SECRET, _replay
 
-    root = grade_root(tmp_path, question)
+    root = grade_root(public_tmp, question)  # searchable by all, as /grade is: its workers run as nobody
     (root / "tests" / "secret.txt").write_text(COURSE_SECRET, encoding="utf-8")
     (root / "student" / "attention.py").write_text(_replay(COURSE_SECRET), encoding="utf-8")
     doc = run_script(root)

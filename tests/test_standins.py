@@ -110,6 +110,7 @@ def attention_scores(inputs, query):
 """
 
 
+@pytest.mark.strong_gate  # the refusal itself: never under tests/conftest.py's waiver
 def test_a_weak_sandbox_refuses_before_any_learner_code_runs(tmp_path: Path) -> None:
     # a folder any uid may write in: a root grader's worker is nobody, who cannot reach tmp_path (a 0700 folder)
     shared = Path(tempfile.mkdtemp(prefix="attn-kata-marker-"))

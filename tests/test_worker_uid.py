@@ -125,11 +125,14 @@ def _file_attack(folder: Path) -> str:
 
 
 def _unchanged(folder: Path) -> bool:
+    if os.stat(folder).st_mode & 0o7777 != 0o755:
+        return False  # closed (chmod 0): a grader that is not root could not even stat what it holds
     st = [os.stat(p) for p in (folder, folder / "program", folder / "data.txt")]
     return ([s.st_mode & 0o7777 for s in st] == [0o755, 0o755, 0o644] and st[2].st_mtime == 1_000_000_000
             and {s.st_uid for s in st} == {os.geteuid()})
 
 
+@pytest.mark.strong_gate  # the refusal itself: never under tests/conftest.py's waiver
 def test_no_file_outside_changes_mode_owner_or_times(tmp_path: Path, twins: dict[str, dict], outside: Path) -> None:
     report = _grade(tmp_path, "file_attack", _file_attack(outside))
     layers = set(report["sandbox"]["layers"])
@@ -298,6 +301,7 @@ GRADE_WITHOUT_SYS_ADMIN = textwrap.dedent("""
 """)
 
 
+@pytest.mark.strong_gate  # the refusal itself: never under tests/conftest.py's waiver
 def test_without_a_mount_namespace(tmp_path: Path) -> None:
     """Docker's default capabilities keep CAP_SETUID but not CAP_SYS_ADMIN: no mount namespace. A world-readable
     Python still lets the worker become nobody; a root-only one cannot be opened, so it keeps uid 0, says so,

@@ -26,9 +26,9 @@ from grader.registry import BY_ID
 
 # Shared by the worker's attack and the control run here: look for `needles` (bytes) in every object the
 # garbage collector sees, in sys.modules and linecache, and in the process's own memory, read with
-# process_vm_readv (which fails cleanly on unmapped memory) around the addresses of live objects.
+# the kernel (a write to a pipe, which fails cleanly on unmapped memory) around the addresses of live objects.
 HUNT = '''
-import ctypes, gc, linecache, sys, types
+import ctypes, fcntl, gc, linecache, os, sys, types
 
 PUBLIC = "grader.worker.standins"  # the public stand-ins share the book's class names (docs/design.md §4)
 
@@ -50,14 +50,36 @@ def _hunt(needles, skip_module):
         if isinstance(obj, types.FunctionType) and obj.__code__.co_code in needles:
             hits.append("gc-code:" + obj.__code__.co_name)
     libc = ctypes.CDLL(None, use_errno=True)
-    class iovec(ctypes.Structure):
-        _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
-    libc.process_vm_readv.argtypes = [ctypes.c_int, ctypes.POINTER(iovec), ctypes.c_ulong,
-                                      ctypes.POINTER(iovec), ctypes.c_ulong, ctypes.c_ulong]
-    libc.process_vm_readv.restype = ctypes.c_ssize_t
+    libc.write.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t]
+    libc.write.restype = ctypes.c_ssize_t
     step = 1 << 20
     scratch = bytearray(step)
     sbuf = (ctypes.c_char * step).from_buffer(scratch)
+    view = memoryview(scratch)
+    r, w = os.pipe()
+    try:
+        fcntl.fcntl(w, 1031, step)  # F_SETPIPE_SZ: a chunk at a time where the system allows it
+    except OSError:
+        pass
+    room = fcntl.fcntl(w, 1032)  # F_GETPIPE_SZ
+    os.set_blocking(w, False)
+    def _read(addr):
+        """Up to `step` bytes of this process's memory at addr, copied by the kernel into a pipe: where nothing
+        readable is mapped the copy fails (EFAULT) or stops short, never a crash (seccomp refuses process_vm_readv
+        in a worker)."""
+        n = 0
+        while n < step:
+            want = min(room, step - n)
+            k = libc.write(w, addr + n, want)
+            if k <= 0:
+                break
+            got = 0
+            while got < k:
+                got += os.readv(r, [view[n + got:n + k]])
+            n += k
+            if k < want:
+                break
+        return n
     mine = [(ctypes.addressof(sbuf), step)] + [(id(nd), len(nd) + 64) for nd in needles]
     bases = {id(x) & ~(step - 1) for x in (gc, sys, scratch, needles, hits, 1.5, "x" * 100)}
     bases |= {ctypes.addressof(ctypes.create_string_buffer(1 << 16)) & ~(step - 1)}
@@ -68,8 +90,7 @@ def _hunt(needles, skip_module):
             if addr <= 0 or addr in seen:
                 continue
             seen.add(addr)
-            local, remote = iovec(ctypes.addressof(sbuf), step), iovec(addr, step)
-            n = libc.process_vm_readv(0, ctypes.byref(local), 1, ctypes.byref(remote), 1, 0)
+            n = _read(addr)
             if n <= 0:
                 continue
             for nd in needles:
@@ -80,6 +101,8 @@ def _hunt(needles, skip_module):
                         hits.append("memory:%x" % where)
                         break
                     at = scratch.find(nd, at + 1, n)
+    os.close(r)
+    os.close(w)
     return hits
 
 def _peek(pid, needle):
@@ -222,6 +245,68 @@ def attention_scores(inputs, query):
                 except OSError:
                     pass
         return bool(hits) or False
+    def change_own_file():  # outside its folder, owned by its own uid: seccomp, never Landlock, stops this
+        done = []
+        for name, change in (("chmod", lambda: os.chmod({owned!r}, 0o777)),
+                             ("chown", lambda: os.chown({owned!r}, -1, os.getegid())),  # to a group of its own
+                             ("utime", lambda: os.utime({owned!r}, (0, 0))),
+                             ("setxattr", lambda: os.setxattr({owned!r}, "user.attn_kata", b"x"))):
+            try:
+                change()
+                done.append(name)
+            except OSError:
+                pass
+        return bool(done) or False
+    def take_locks():  # any file it may read can carry a lock a classmate reads: take one, or read another's
+        import fcntl, struct
+        got = []
+        fd = os.open({lock_file!r}, os.O_RDONLY)
+        rd, wr = (struct.pack("hhqqi", t, 0, 0, 0, 0) for t in (fcntl.F_RDLCK, fcntl.F_WRLCK))
+        for name, lock in (("posix", lambda: fcntl.fcntl(fd, fcntl.F_SETLK, rd)),
+                           ("ofd", lambda: fcntl.fcntl(fd, 37, rd)),  # F_OFD_SETLK
+                           ("flock", lambda: fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)),
+                           ("getlk", lambda: fcntl.fcntl(fd, fcntl.F_GETLK, wr)),  # a classmate's lock, seen
+                           ("ofd_getlk", lambda: fcntl.fcntl(fd, 36, wr))):
+            try:
+                lock()
+                got.append(name)
+            except OSError:
+                pass
+        os.close(fd)
+        return bool(got) or False
+    def refused_ioctls():  # refused by number: EPERM, never ENOTTY (no tty here) nor success
+        import errno, fcntl, struct
+        got = []
+        open("flags.txt", "w").close()
+        null, own = os.open("/dev/null", os.O_RDONLY), os.open("flags.txt", os.O_RDONLY)
+        for fd, cmd, arg in ((null, 0x5412, b"x"), (null, 0x541C, b"x"),  # TIOCSTI, TIOCLINUX
+                             (own, 0x40086602, struct.pack("l", 0x40))):  # FS_IOC_SETFLAGS: nodump
+            try:
+                fcntl.ioctl(fd, cmd, arg)
+                got.append(cmd)
+            except OSError as e:
+                if e.errno != errno.EPERM:
+                    got.append(cmd)
+        os.close(null)
+        os.close(own)
+        return bool(got) or False
+    def make_ipc():  # mode 666 objects a classmate could attach where no IPC namespace holds them
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        made = []
+        for get, rm in ((lambda: libc.shmget(0, 4096, 0o1666), lambda i: libc.shmctl(i, 0, None)),  # IPC_PRIVATE
+                        (lambda: libc.msgget(0, 0o1666), lambda i: libc.msgctl(i, 0, None))):  # IPC_RMID after
+            i = get()
+            if i >= 0:
+                made.append(i)
+                rm(i)
+        return bool(made) or False
+    def change_grader_process():  # as it is already (harmless): its limits, nice value, CPUs; a classmate's likewise
+        grader = {grader_pid}
+        core = resource.prlimit(grader, resource.RLIMIT_CORE)
+        resource.prlimit(grader, resource.RLIMIT_CORE, core)
+        os.setpriority(os.PRIO_PROCESS, grader, os.getpriority(os.PRIO_PROCESS, grader))
+        os.sched_setaffinity(grader, os.sched_getaffinity(grader))
     def read_outside():  # a kata file, and the terminal of the grader's user (what is typed there)
         reached = []
         for path in ({kata_file!r}, {terminal!r}):
@@ -254,6 +339,9 @@ def attention_scores(inputs, query):
         except OSError:
             pass
         return bool(reached) or False
+    # first, while the worker is small: the memory hunts below page in what they read of its own memory (torch's
+    # libraries), and the memory cgroup's OOM killer would then pick the worker itself, not the children
+    tree_capped = blocked(hold_memory_in_children)
     return torch.tensor([
         blocked(lambda: socket.create_connection(("127.0.0.1", {port}), timeout=1).close()),
         blocked(read_outside),
@@ -264,6 +352,7 @@ def attention_scores(inputs, query):
         float(resource.getrlimit(resource.RLIMIT_CORE)[0] == 0
               and __import__("ctypes").CDLL(None).prctl(3, 0, 0, 0, 0) == 0),  # PR_GET_DUMPABLE
         float(os.getuid() != 0),
+        blocked(lambda: os.chmod({graders_file!r}, 0o4777)),
         blocked(chown_own_file),
         blocked(see_processes),
         blocked(find_reference),
@@ -271,10 +360,15 @@ def attention_scores(inputs, query):
         blocked(reach_grader_socket),
         blocked(fill_disk),
         blocked(share_ipc),
-        blocked(hold_memory_in_children),
+        tree_capped,
         float(os.getsid(0) == os.getpid()),
         float(os.stat(".").st_uid == os.geteuid() and not os.stat(".").st_mode & 0o077),
         float(set(os.environ) <= {{"PATH", "LANG", "OMP_NUM_THREADS", "ATTN_KATA_WORKER", "HOME", "TMPDIR"}}),
+        blocked(change_own_file),
+        blocked(take_locks),
+        blocked(refused_ioctls),
+        blocked(make_ipc),
+        blocked(change_grader_process),
     ])
 
 def _channel_fd():
@@ -311,7 +405,9 @@ LAYERS = (
     Layer("memory limit (RLIMIT_AS)", ("rlimits",), "allocate 3 GiB"),
     Layer("no core dumps", ("not_dumpable",),
           "read its core-size limit and whether it is dumpable (a core_pattern pipe ignores that limit)"),
-    Layer("not running as root", ("unprivileged_user",), "read its uid"),
+    Layer("not running as root", ("unprivileged_user",), "read its uid", True),
+    Layer("owns nothing outside its folder (another uid, or seccomp)",
+          ("owns_nothing_outside", "seccomp_no_file_changes"), "chmod 04777 a file of the grader's user", True),
     Layer("no capabilities", ("no_capabilities", "unprivileged_user"), "chown its own file to another user", True),
     Layer("other processes invisible (PID namespace, /proc hidden)", ("pid_namespace", "landlock_filesystem"),
           "list /proc, read the grader's /proc/PID/cmdline", True),
@@ -324,13 +420,26 @@ LAYERS = (
           "socket from socket(2) and one from io_uring; re-connect one end of a datagram socketpair", True),
     Layer("disk use capped (private tmpfs)", ("private_tmpfs",),
           "write 100 files of 1 MiB (each under the file-size limit)", True),
-    Layer("nothing shared with other workers (IPC namespace, no keyrings)", ("ipc_namespace",),
+    Layer("nothing shared with other workers (IPC namespace, no keyrings)", ("ipc_namespace", "seccomp_no_ipc"),
           "create System V shared memory and a key in the user keyring", True),
     Layer("memory capped for the whole process tree (memory cgroup)", ("memory_cgroup",),
           "hold 5 × 400 MiB in forked children"),
     Layer("session", ("session",), "read its session id"),
     Layer("private dir", ("private_dir",), "stat its working folder (owner, mode)"),
     Layer("clean env", ("clean_env",), "read its environment"),
+    # what Landlock does not mediate and no uid stops: seccomp refuses the calls (grader/sandbox/seccomp.py)
+    Layer("its uid's files outside its folder keep mode, owner, times, xattrs (seccomp)", ("seccomp_no_file_changes",),
+          "chmod, chown, utime and setxattr a file outside its folder that its own uid owns", True),
+    Layer("no file locks, taken or read (seccomp)", ("seccomp_no_file_changes",),
+          "take a POSIX record lock, an OFD lock and a flock on a file it may read; read the locks there "
+          "(F_GETLK, F_OFD_GETLK)", True),
+    Layer("no tty input or inode-flag ioctls (seccomp)", ("seccomp_no_file_changes",),
+          "TIOCSTI and TIOCLINUX on /dev/null, FS_IOC_SETFLAGS on its own file: each refused by number (EPERM)", True),
+    Layer("no System V or POSIX IPC at all (seccomp)", ("seccomp_no_ipc",),
+          "create a System V shared memory segment and a message queue, mode 666"),
+    Layer("cannot change another process's limits or scheduling (PID namespace or seccomp)",
+          ("pid_namespace", "seccomp_no_process_changes"),
+          "prlimit, setpriority and sched_setaffinity on the grader (each set to what it already is)", True),
 )
 
 
@@ -358,6 +467,16 @@ def _control(needles: list[list[int]], secret: bytes) -> tuple[bool, bool]:
     return found_ref, found_secret and os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
 
 
+def _metadata(path: str) -> tuple[Any, ...]:
+    """What a worker must not change of a file outside its folder: mode, owner, times, extended attributes."""
+    st = os.stat(path)
+    try:
+        xattrs = sorted((n, os.getxattr(path, n)) for n in os.listxattr(path))
+    except OSError:
+        xattrs = []
+    return st.st_mode, st.st_uid, st.st_gid, st.st_mtime_ns, st.st_atime_ns, xattrs
+
+
 def diagnose(secret: str | None = None, config: dict[str, Any] | None = None) -> list[tuple[str, bool, bool, str]]:
     """Rows of (layer, claimed, verified, attack). `secret` (default: a fresh canary) is held by this process
     while the worker looks for it. `config` goes to the worker (the tests leave layers off with it)."""
@@ -377,6 +496,15 @@ def diagnose(secret: str | None = None, config: dict[str, Any] | None = None) ->
     outside_dir = tempfile.mkdtemp(prefix="attn-kata-doctor-")
     os.chmod(outside_dir, 0o777)
     outside = os.path.join(outside_dir, "escaped.txt")
+    graders_file = os.path.join(outside_dir, "graders.txt")  # this user's file, in a folder anyone may search
+    with open(graders_file, "w"):
+        pass
+    os.chmod(graders_file, 0o644)
+    owned = os.path.join(outside_dir, "owned.txt")  # given to the worker's uid once it is known (below)
+    with open(owned, "w"):
+        pass
+    os.chmod(owned, 0o644)
+    os.utime(owned, (1_000_000_000, 1_000_000_000))
     pathname = os.path.join(outside_dir, "grader.sock")  # a socket file any process could find and open
     by_path = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     by_path.bind(pathname)
@@ -390,11 +518,17 @@ def diagnose(secret: str | None = None, config: dict[str, Any] | None = None) ->
     src = PROBE.format(hunt=HUNT, ref_names=tuple(reference.namespace()), ref_needles=needles,
                        secret_needle=list(held[0]), port=listener.getsockname()[1],
                        kata_file=str(reference.solutions_dir() / "dot_scores.py"), outside=outside,
+                       graders_file=graders_file, owned=owned, lock_file=os.__file__,
                        grader_pid=os.getpid(), abstract=abstract, pathname=pathname, datagram=datagram, shm_key=shm_key,
                        terminal=os.ttyname(terminal_fds[1]))
     worker = Worker([("doctor", "doctor.py", textwrap.dedent(src))], config or {})
     try:
         layers = worker.confined(60)
+        # its own uid's file: nobody's where a root grader's worker became nobody, else the grader's uid (kept)
+        from grader.sandbox.confine import NOBODY
+
+        os.chown(owned, NOBODY if os.geteuid() == 0 and layers.get("unprivileged_user") else os.geteuid(), -1)
+        kept = _metadata(owned)
         worker.hello(60)
         case = Case("call", {"inputs": torch.zeros(1, 1), "query": torch.zeros(1)},
                     {"fn": "attention_scores", "args": ["inputs", "query"], "consts": [], "grad": False,
@@ -412,13 +546,16 @@ def diagnose(secret: str | None = None, config: dict[str, Any] | None = None) ->
         if shm >= 0:
             libc.shmctl(shm, 0, None)  # IPC_RMID
     escaped = os.path.exists(outside)
+    chmodded = os.stat(graders_file).st_mode & 0o7777 != 0o644
+    changed = _metadata(owned) != kept  # seen from here too, whatever the worker's flag says
     shutil.rmtree(outside_dir, ignore_errors=True)
     potent_ref, potent_secret = _control(needles, held[0])
     # layers no flag of the worker's can claim: they are what the attacks show
     layers = {**layers, "no_reference": True}
     rows = []
     for layer, flag in zip(LAYERS, flags, strict=False):
-        verified = bool(flag) and not (escaped and "writes" in layer.name)
+        verified = bool(flag) and not (escaped and "writes" in layer.name) and not (chmodded and "owns" in layer.name) \
+            and not (changed and "keep mode" in layer.name)
         if layer.name.startswith("the reference"):
             verified = verified and potent_ref
         if layer.name.startswith("the secret"):

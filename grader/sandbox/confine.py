@@ -203,6 +203,8 @@ def confine(config: dict[str, Any]) -> None:
         # chmod, chown, utime, xattrs, file locks (taken or read), tty and inode-flag ioctls: refused
         "seccomp_no_file_changes": filtered.get("seccomp_no_file_changes", False),
         "seccomp_no_ipc": filtered.get("seccomp_no_ipc", False),  # System V and POSIX IPC refused
+        # another process's limits, nice value, scheduling, I/O priority: refused (its own allowed)
+        "seccomp_no_process_changes": filtered.get("seccomp_no_process_changes", False),
         "landlock_filesystem": enforced["filesystem"],
         "landlock_no_tcp": enforced["tcp"],
         "landlock_signal_scope": enforced["signals"],

@@ -1,13 +1,37 @@
-"""A seccomp filter for a worker: no new sockets at all (its one channel to the grader is inherited; neither
-`socket(2)` nor `socketpair(2)`), no io_uring, and no kernel keyrings.
+"""A seccomp filter for a worker, installed whatever its uid and whatever capabilities it kept: the calls that
+change (or, for locks, read) what lies outside the worker and that Landlock does not mediate fail.
 
-Landlock decides which files a worker may open, but connecting to a Unix socket by its path is not one of
-the accesses it handles, so a socket file that another program left reachable (a container engine's,
-a desktop bus's) would stay usable; a worker has no need to create any socket, so `socket(2)` fails
-with EACCES. Syscalls of a foreign ABI (i386 `int 0x80`, x32) fail entirely, so `socketcall` cannot go
-around the filter. io_uring fails too: its IORING_OP_SOCKET makes a socket without calling socket(2), which the
-filter never sees (a confined worker reached a warm daemon's socket that way). Raw prctl and a short BPF program,
-no library needed.
+Landlock decides which files a worker may open, create, remove or write, but not these:
+
+- sockets: connecting to a Unix socket by its path is not one of the accesses Landlock handles, so a socket file
+  that another program left reachable (a container engine's, a desktop bus's) would stay usable; a worker has no
+  need to create any socket, so `socket(2)` and `socketpair(2)` (a datagram end can `connect()` by path) fail
+  with EACCES. io_uring fails too (EACCES): its IORING_OP_SOCKET makes a socket without calling socket(2), which
+  the filter never sees (a confined worker reached a warm daemon's socket that way). So do the kernel keyrings
+  (a worker of a uid shares that uid's user keyring with every other process of it).
+- a file's metadata, by its owner, who needs no capability for it: chmod, chown (to a group of its own),
+  utime, extended attributes; and ioctls that change a tty's input (TIOCSTI, TIOCLINUX) or an inode's flags,
+  project id or generation (FS_IOC_SETFLAGS, FS_IOC_FSSETXATTR, FS_IOC_SETVERSION). Where a worker runs as the
+  grader's uid (a grader that is not root) it owns the grader's files; a worker as uid 0 owns root's.
+- file locks, taken or read: flock, POSIX record locks and open file description locks (fcntl F_SETLK, F_GETLK,
+  F_OFD_*), leases and directory notifications (F_SETLEASE, F_GETLEASE, F_NOTIFY). Any readable file can carry a
+  lock: POSIX record locks on /etc/passwd carried a reference from one worker to a classmate graded at the same
+  time (docs/design.md §4), so reading another process's locks (F_GETLK) fails as well as taking one.
+- System V and POSIX IPC: without an IPC namespace (a grader that is not root) a worker could leave a mode-666
+  shared memory segment or message queue for a classmate's worker.
+- another process of its uid (a grader that is not root has no PID namespace to hide it): its limits (prlimit64),
+  nice value, scheduling, CPUs and I/O priority; each of these calls is allowed on pid 0, the worker itself, only.
+- what a worker never needs and confine() has done already (namespaces and mounts, before this filter) or no
+  worker may do: ptrace, process_vm_readv/writev, pidfd_getfd, process_madvise, name_to_handle_at,
+  open_by_handle_at, bpf, perf_event_open, userfaultfd, mount and the new mount API, pivot_root, setns, unshare,
+  kexec and module loading.
+
+Denied calls return EPERM (EACCES for sockets, keyrings and io_uring, as before); nothing is killed. Syscalls of a
+foreign ABI (i386 `int 0x80`, x32) fail entirely, so `socketcall` or a 32-bit `chmod` cannot go around the filter.
+fcntl's and ioctl's command is `unsigned int` in the kernel (SYSCALL_DEFINE3(fcntl, unsigned int, fd, unsigned int,
+cmd, ...)): only the low 32 bits of the argument count, so only they are compared (comparing the upper half too
+would let a command with junk in it through). Raw prctl/seccomp(2) and a short hand-assembled BPF program, no
+library needed; installed on every thread (SECCOMP_FILTER_FLAG_TSYNC), inherited by every child.
 """
 
 from __future__ import annotations
@@ -15,18 +39,93 @@ from __future__ import annotations
 import ctypes
 import errno
 import platform
+from typing import NamedTuple
 
 from grader.sandbox.landlock import libc
 
-PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
+PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
+SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC = 1, 1
 RET_ALLOW, RET_ERRNO = 0x7FFF0000, 0x00050000
 LD_W_ABS, JEQ_K, JGE_K, RET_K = 0x20, 0x15, 0x35, 0x06
 X32_SYSCALL_BIT = 0x40000000
-# machine -> (AUDIT_ARCH_*, (__NR_socket, __NR_socketpair), the kernel keyring's calls: add_key, request_key, keyctl).
-# socketpair too: one end of a datagram pair can still connect() to any datagram socket by its path (syslog's,
-# systemd's notify socket) and send there
-ARCHES = {"x86_64": (0xC000003E, (41, 53), (248, 249, 250)), "aarch64": (0xC00000B7, (198, 199), (217, 218, 219))}
-IO_URING = (425, 426, 427)  # io_uring_setup, io_uring_enter, io_uring_register: the same number on every arch
+OFF_NR, OFF_ARCH, OFF_ARGS = 0, 4, 16  # struct seccomp_data; 8 bytes an argument, little endian: its low word first
+OFF_ARG1_LOW = OFF_ARGS + 8 * 1
+
+# fcntl commands: F_GETLK, F_SETLK, F_SETLKW (the same numbers as their 64-bit forms on 64-bit arches), the open file
+# description locks, leases and directory notification
+FCNTL_DENIED = (5, 6, 7, 36, 37, 38, 1024, 1025, 1026)
+# ioctl commands (the same on x86_64 and aarch64): TIOCSTI, TIOCLINUX, FS_IOC_SETFLAGS and FS_IOC32_SETFLAGS,
+# FS_IOC_FSSETXATTR, FS_IOC_SETVERSION and FS_IOC32_SETVERSION
+IOCTL_DENIED = (0x5412, 0x541C, 0x40086602, 0x40046602, 0x401C5820, 0x40087602, 0x40047602)
+
+
+class Table(NamedTuple):
+    """One architecture's numbers. aarch64 (the generic table) lacks the legacy path calls (chmod, chown, lchown,
+    utime, utimes, futimesat): it has only their *at forms."""
+    audit_arch: int
+    seccomp: int  # __NR_seccomp
+    fcntl: int
+    ioctl: int
+    sockets: tuple[int, ...]  # socket, socketpair
+    keyring: tuple[int, ...]  # add_key, request_key, keyctl
+    metadata: tuple[int, ...]  # chmod, chown, utime and xattr families, flock
+    ipc: tuple[int, ...]  # System V shm, sem, msg; POSIX mq
+    never: tuple[int, ...]  # what a worker never needs (see the module's docstring)
+    # calls observed() makes with harmless arguments: fchmod, fchownat, utimensat, fsetxattr, flock, shmget, msgctl,
+    # mq_getsetattr
+    witnesses: tuple[int, int, int, int, int, int, int, int]
+    # calls allowed on the worker itself only: (nr, ((argument, value), ...)), each argument's low 32 bits
+    self_only: tuple[tuple[int, tuple[tuple[int, int], ...]], ...]
+
+
+def _self_only(prlimit64: int, setpriority: int, sched: tuple[int, ...], ioprio_set: int
+               ) -> tuple[tuple[int, tuple[tuple[int, int], ...]], ...]:
+    """What a process may do to another of its uid without a capability, and Landlock does not scope (it scopes
+    signals and ptrace): lower its limits (prlimit64: RLIMIT_CPU 1 for a classmate's worker), renice it, pin it
+    to one CPU or make it SCHED_IDLE (a classmate's time-out). Only pid 0, this process, is allowed: glibc's
+    setrlimit and getrlimit, os.nice and os.sched_setaffinity(0, ...) all pass 0. setpriority and ioprio_set
+    also take PRIO_USER / IOPRIO_WHO_USER, where who 0 means every process of the uid: only PRIO_PROCESS (0) and
+    IOPRIO_WHO_PROCESS (1) pass."""
+    return ((prlimit64, ((0, 0),)), (setpriority, ((0, 0), (1, 0))), *((nr, ((0, 0),)) for nr in sched),
+            (ioprio_set, ((0, 1), (1, 0))))
+
+
+# the same number on every arch (new since 5.1): io_uring_setup/enter/register; fchmodat2, setxattrat,
+# removexattrat; open_tree, move_mount, fsopen, fsconfig, fsmount, fspick, mount_setattr, open_tree_attr,
+# pidfd_getfd, process_madvise
+IO_URING = (425, 426, 427)
+NEW_METADATA = (452, 463, 466)
+NEW_NEVER = (428, 429, 430, 431, 432, 433, 442, 467, 438, 440)
+
+ARCHES = {
+    # arch/x86/entry/syscalls/syscall_64.tbl
+    "x86_64": Table(
+        0xC000003E, 317, 72, 16,
+        sockets=(41, 53), keyring=(248, 249, 250),
+        # chmod fchmod fchmodat, chown fchown lchown fchownat, utime utimes futimesat utimensat, setxattr lsetxattr
+        # fsetxattr removexattr lremovexattr fremovexattr, flock
+        metadata=(90, 91, 268, 92, 93, 94, 260, 132, 235, 261, 280, 188, 189, 190, 197, 198, 199, 73, *NEW_METADATA),
+        # shmget shmat shmctl shmdt, semget semop semctl semtimedop, msgget msgsnd msgrcv msgctl,
+        # mq_open mq_unlink mq_timedsend mq_timedreceive mq_notify mq_getsetattr
+        ipc=(29, 30, 31, 67, 64, 65, 66, 220, 68, 69, 70, 71, 240, 241, 242, 243, 244, 245),
+        # ptrace, process_vm_readv/writev, name_to_handle_at open_by_handle_at, bpf, perf_event_open, userfaultfd,
+        # mount umount2 pivot_root, setns unshare, kexec_load kexec_file_load, init_module finit_module delete_module
+        never=(101, 310, 311, 303, 304, 321, 298, 323, 165, 166, 155, 308, 272, 246, 320, 175, 313, 176, *NEW_NEVER),
+        witnesses=(91, 260, 280, 190, 73, 29, 71, 245),
+        # prlimit64, setpriority, sched_setparam sched_setscheduler sched_setaffinity sched_setattr, ioprio_set
+        self_only=_self_only(302, 141, (142, 144, 203, 314), 251)),
+    # include/uapi/asm-generic/unistd.h
+    "aarch64": Table(
+        0xC00000B7, 277, 25, 29,
+        sockets=(198, 199), keyring=(217, 218, 219),
+        # fchmod fchmodat, fchown fchownat, utimensat, setxattr lsetxattr fsetxattr removexattr lremovexattr
+        # fremovexattr, flock
+        metadata=(52, 53, 55, 54, 88, 5, 6, 7, 14, 15, 16, 32, *NEW_METADATA),
+        ipc=(194, 196, 195, 197, 190, 193, 191, 192, 186, 189, 188, 187, 180, 181, 182, 183, 184, 185),
+        never=(117, 270, 271, 264, 265, 280, 241, 282, 40, 39, 41, 268, 97, 104, 294, 105, 273, 106, *NEW_NEVER),
+        witnesses=(52, 54, 88, 7, 32, 194, 187, 185),
+        self_only=_self_only(261, 140, (118, 119, 122, 274), 30)),
+}
 
 
 class _Filter(ctypes.Structure):
@@ -37,25 +136,125 @@ class _Prog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_Filter))]
 
 
-def no_sockets() -> bool:
-    """Install the filter on this process (and its future children). Needs no_new_privs already set."""
-    arch = ARCHES.get(platform.machine())
-    if arch is None:
-        return False
-    audit_arch, sockets, keyring = arch
-    # keyrings: a uid-0 worker would share root's user keyring across workers; io_uring: sockets without socket(2)
-    denied = (*sockets, *keyring, *IO_URING)
-    program = [
-        (LD_W_ABS, 0, 0, 4),  # seccomp_data.arch
-        (JEQ_K, 1, 0, audit_arch),
+def program(table: Table) -> list[tuple[int, int, int, int]]:
+    """The BPF program, as (code, jt, jf, k). Jumps name labels while it is built; each is then resolved to an
+    offset, which must fit BPF's 8 bits."""
+    eacces, eperm, fcntl, ioctl = "eacces", "eperm", "fcntl", "ioctl"
+    code: list[tuple[int, object, object, int] | str] = [
+        (LD_W_ABS, 0, 0, OFF_ARCH),
+        (JEQ_K, 1, 0, table.audit_arch),
         (RET_K, 0, 0, RET_ERRNO | errno.EPERM),  # a foreign ABI: nothing at all
-        (LD_W_ABS, 0, 0, 0),  # seccomp_data.nr
+        (LD_W_ABS, 0, 0, OFF_NR),
         (JGE_K, 0, 1, X32_SYSCALL_BIT),
         (RET_K, 0, 0, RET_ERRNO | errno.EPERM),  # x32 calls
     ]
-    for i, nr in enumerate(denied):  # each: if nr matches, jump to the EACCES return after the last test
-        program.append((JEQ_K, len(denied) - i, 0, nr))
-    program += [(RET_K, 0, 0, RET_ALLOW), (RET_K, 0, 0, RET_ERRNO | errno.EACCES)]
-    filters = (_Filter * len(program))(*[_Filter(*ins) for ins in program])
-    prog = _Prog(len(program), filters)
-    return libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0) == 0
+    code += [(JEQ_K, eacces, 0, nr) for nr in (*table.sockets, *table.keyring, *IO_URING)]
+    code += [(JEQ_K, eperm, 0, nr) for nr in (*table.metadata, *table.ipc, *table.never)]
+    code += [(JEQ_K, fcntl, 0, table.fcntl), (JEQ_K, ioctl, 0, table.ioctl)]
+    code += [(JEQ_K, f"self {nr}", 0, nr) for nr, _ in table.self_only]
+    code.append((RET_K, 0, 0, RET_ALLOW))
+    for label, commands in ((fcntl, FCNTL_DENIED), (ioctl, IOCTL_DENIED)):
+        code += [label, (LD_W_ABS, 0, 0, OFF_ARG1_LOW)]
+        code += [(JEQ_K, eperm, 0, cmd) for cmd in commands]
+        code.append((RET_K, 0, 0, RET_ALLOW))
+    for nr, conditions in table.self_only:  # every condition holds, or EPERM
+        code.append(f"self {nr}")
+        for i, (arg, value) in enumerate(conditions):
+            last = i == len(conditions) - 1
+            code += [(LD_W_ABS, 0, 0, OFF_ARGS + 8 * arg), (JEQ_K, "allow" if last else 0, eperm, value)]
+    # BPF jumps forward only: every target lies after every test
+    code += [eperm, (RET_K, 0, 0, RET_ERRNO | errno.EPERM), eacces, (RET_K, 0, 0, RET_ERRNO | errno.EACCES),
+             "allow", (RET_K, 0, 0, RET_ALLOW)]
+    at: dict[str, int] = {}  # each label: the index of the instruction after it
+    n = 0
+    for ins in code:
+        if isinstance(ins, str):
+            at[ins] = n
+        else:
+            n += 1
+    out: list[tuple[int, int, int, int]] = []
+    for ins in code:
+        if not isinstance(ins, str):
+            op, jt, jf, k = ins
+            out.append((op, _offset(jt, at, len(out)), _offset(jf, at, len(out)), k))
+    return out
+
+
+def _offset(target: object, at: dict[str, int], here: int) -> int:
+    """A jump's offset: to a label, counted from the instruction after this one; BPF holds it in 8 bits."""
+    if isinstance(target, str):
+        target = at[target] - here - 1
+    if not (isinstance(target, int) and 0 <= target < 256):
+        raise ValueError("a BPF jump too far")
+    return target
+
+
+TABLE = ARCHES.get(platform.machine())
+# assembled once, at import (in the zygote): a worker only hands it to the kernel
+_PROGRAM = program(TABLE) if TABLE else []
+_FILTERS = (_Filter * len(_PROGRAM))(*[_Filter(*ins) for ins in _PROGRAM])
+_PROG = _Prog(len(_PROGRAM), _FILTERS)
+
+
+def install() -> bool:
+    """Set no_new_privs (a filter needs it without CAP_SYS_ADMIN) and install the filter on every thread of this
+    process (and its future children). False where the kernel or the architecture has none."""
+    if TABLE is None or libc is None:
+        return False
+    if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        return False
+    r = libc.syscall(ctypes.c_long(TABLE.seccomp), ctypes.c_long(SECCOMP_SET_MODE_FILTER),
+                     ctypes.c_long(SECCOMP_FILTER_FLAG_TSYNC), ctypes.byref(_PROG))
+    if r < 0 and ctypes.get_errno() in (errno.ENOSYS, errno.EINVAL):  # before 3.17, or no TSYNC
+        r = libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(_PROG), 0, 0)
+    return r == 0  # > 0: the id of a thread that could not be synchronised
+
+
+NO_PID = 0x3FFFFFFF  # above PID_MAX_LIMIT (4 Mi): no process has it
+_RLIMIT = (ctypes.c_uint64 * 2)()
+
+
+def _at_no_pid(conditions: tuple[tuple[int, int], ...]) -> list[int]:
+    """Arguments that meet every condition but the last, the pid (or who), which names no process."""
+    args = [0, 0, 0, 0]
+    for arg, value in conditions:
+        args[arg] = value
+    args[conditions[-1][0]] = NO_PID
+    return args
+
+
+def _errno_of(nr: int, *args: int) -> int:
+    """The errno of a call that, unfiltered, fails harmlessly (a bad fd, a bad size): 0 if it succeeded."""
+    r = libc.syscall(ctypes.c_long(nr), *[ctypes.c_long(a) for a in args])
+    return ctypes.get_errno() if r < 0 else 0
+
+
+def observed() -> dict[str, bool]:
+    """What this process can see of its own filter: calls that fail harmlessly without it (EBADF on fd -1,
+    EAFNOSUPPORT for family -1, EINVAL for a 0-byte segment), and fail as the filter says with it."""
+    layers = {"seccomp_no_sockets": False, "seccomp_no_file_changes": False, "seccomp_no_ipc": False,
+              "seccomp_no_process_changes": False}
+    if TABLE is None or libc is None:
+        return layers
+    t = TABLE
+    fchmod, fchownat, utimensat, fsetxattr, flock, shmget, msgctl, mq_getsetattr = t.witnesses
+    layers["seccomp_no_sockets"] = (_errno_of(t.sockets[0], -1, 0, 0) == errno.EACCES
+                                    and _errno_of(t.sockets[1], -1, 0, 0, 0) == errno.EACCES
+                                    and _errno_of(IO_URING[0], 0, 0) == errno.EACCES)
+    layers["seccomp_no_file_changes"] = all(e == errno.EPERM for e in (
+        _errno_of(fchmod, -1, 0),
+        _errno_of(fchownat, -1, 0, -1, -1, 0),
+        _errno_of(utimensat, -1, 0, 0, 0),
+        _errno_of(fsetxattr, -1, 0, 0, 0, 0),
+        _errno_of(NEW_METADATA[0], -1, 0, 0, 0),  # fchmodat2
+        _errno_of(flock, -1, 0),
+        *(_errno_of(t.fcntl, -1, cmd, 0) for cmd in FCNTL_DENIED),
+        *(_errno_of(t.ioctl, -1, cmd, 0) for cmd in IOCTL_DENIED)))
+    layers["seccomp_no_ipc"] = (_errno_of(shmget, 0, 0, 0) == errno.EPERM  # IPC_PRIVATE, 0 bytes: EINVAL unfiltered
+                                and _errno_of(msgctl, -1, 2, 0) == errno.EPERM  # IPC_STAT of id -1
+                                and _errno_of(mq_getsetattr, -1, 0, 0) == errno.EPERM)
+    # each aimed at a pid past any pid_max (ESRCH unfiltered, nothing changed); itself (pid 0) still allowed
+    layers["seccomp_no_process_changes"] = all(_errno_of(nr, *_at_no_pid(conditions)) == errno.EPERM
+                                               for nr, conditions in t.self_only) and _errno_of(
+        t.self_only[0][0], 0, 4, 0, ctypes.addressof(_RLIMIT)) == 0  # prlimit64(0, RLIMIT_CORE, NULL, &old)
+    return layers
