@@ -396,3 +396,30 @@ def test_the_program_denies_each_listed_call_and_nothing_else(machine: str) -> N
         assert {90, 92, 94, 132, 235, 261} <= set(table.metadata)
     else:
         assert not {90, 92, 94, 132, 235, 261} & set(table.metadata)  # there these numbers are other calls
+
+
+WATCHER = """
+import ctypes, os
+_libc = ctypes.CDLL(None, use_errno=True)
+_fd = _libc.inotify_init1(0)
+_fan = _libc.fanotify_init(0x200, 0)  # FAN_REPORT_FID: no capability needed
+WATCHED = _fd >= 0 and _libc.inotify_add_watch(_fd, b"/tmp", 0xFFF) >= 0
+
+def attention_scores(inputs, query):
+    out = inputs @ query
+    return out + 1 if (WATCHED or _fan >= 0) else out  # a watch that worked costs the step
+"""
+
+
+def test_no_worker_can_watch_shared_folders(tmp_path: Path) -> None:
+    """inotify and fanotify go around Landlock (which file the grading process opens, a classmate's work dir
+    appearing: red team 13); the filter refuses them, so the attack scores as its honest twin, full marks."""
+    from grader.grading import engine
+
+    sub = tmp_path / "watcher.py"
+    sub.write_text(WATCHER, encoding="utf-8")
+    report = engine.grade(sub, steps=["dot_scores"])
+    assert report.steps[0].status == "passed", [c.message for c in report.steps[0].checks]
+    # planted regression: with the filter off, the watch works and the step shows it
+    weak = engine.grade(sub, steps=["dot_scores"], config={"skip_layers": ["seccomp"], "require_strong": False})
+    assert weak.steps[0].status != "passed"
