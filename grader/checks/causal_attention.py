@@ -123,7 +123,7 @@ def placed_on_the_weights(r: Outcome, dims: tuple[str, ...] = DIMS, heads: int =
         expect.true(not bool(after.all()) or bool((tr64 == 0).sum() == 0), _(
             "dropout is applied after out_proj: its output is dropped entry by entry, out_proj's bias with it; "
             "apply self.dropout to attn_weights, after the softmax and before multiplying by the values"))
-    split = tr64.shape[:-1] + (heads, 2, n)  # (copies, num_tokens, heads, [I | 2I] copy, num_tokens)
+    split = (*tr64.shape[:-1], heads, 2, n)  # (copies, num_tokens, heads, [I | 2I] copy, num_tokens)
     w = (ev64[0] - shift).reshape(n, heads, 2, n)[..., 0, :]  # the learner's own attention weights, per head
     a, b = ((tr64 - shift).reshape(split)[..., i, :] / (i + 1) for i in (0, 1))
     tol = 1e-5 + 1e-4 * w.abs()
@@ -214,7 +214,8 @@ def _check(r: Outcome) -> None:
 
 @check(STEP, QKV_BIAS_CHECK)
 def _check(r: Outcome) -> None:
-    qkv_bias_added(r, "fwd", "bias_ctor", "bias", N_("qkv_bias=True gives your module no bias parameter (it has the same parameters as with "
+    qkv_bias_added(r, "fwd", "bias_ctor", "bias",
+                   N_("qkv_bias=True gives your module no bias parameter (it has the same parameters as with "
                       "qkv_bias=False): pass bias=qkv_bias to W_query, W_key and W_value"),
                    N_("qkv_bias=True adds {got} parameters, expected {want}: a bias of d_out for each of W_query, "
                       "W_key and W_value, nothing else"), DIMS)
