@@ -154,11 +154,13 @@ def _declared_checks(step: str) -> list[str]:
     spec = importlib.util.find_spec("grader.checks")  # imports `grader` only, not the checks (torch)
     folders = list(spec.submodule_search_locations or []) if spec else []
     try:
+        # the shared module first: a step may name a check declared there (common.QKV_BIAS_CHECK)
+        shared = ast.parse((Path(folders[0]) / "common.py").read_text(encoding="utf-8"))
         tree = ast.parse((Path(folders[0]) / f"{step}.py").read_text(encoding="utf-8"))
     except (IndexError, OSError, SyntaxError, ValueError):
         return []
     consts: dict[str, str] = {}
-    for node in tree.body:
+    for node in (*shared.body, *tree.body):
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             value = _text(node.value, consts)
             if value is not None:
