@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import functools
-import io
 import os
 import resource
 import signal
@@ -18,6 +17,7 @@ from typing import Any
 import torch
 
 from grader.sandbox import capabilities, landlock, seccomp
+from grader.sandbox.common import CappedOutput, hard_exit, reset_torch_state  # noqa: F401 - this module's API too
 from grader.settings import KATA_ROOT
 
 DEFAULT_LIMITS: dict[str, Any] = {
@@ -209,37 +209,6 @@ def confine(config: dict[str, Any]) -> None:
         "landlock_no_tcp": enforced["tcp"],
         "landlock_signal_scope": enforced["signals"],
     })
-
-
-class CappedOutput(io.TextIOBase):
-    """sys.stdout and sys.stderr of a worker: the first `cap` bytes go to its log, the rest is dropped, so a
-    learner's prints never become an error (a full disk, a file-size limit)."""
-
-    def __init__(self, fd: int, cap: int):
-        self._fd, self._left = fd, cap
-        self.dropped = False  # some output went over the cap: the report says so (grader.grading.engine)
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, s: str) -> int:
-        data = str(s).encode("utf-8", "replace")
-        keep = data[:max(self._left, 0)]
-        self.dropped = self.dropped or len(keep) < len(data)
-        if keep:
-            try:
-                os.write(self._fd, keep)
-                self._left -= len(keep)
-            except OSError:
-                self._left = 0
-        return len(s)
-
-    def fileno(self) -> int:
-        return self._fd
-
-    @property
-    def encoding(self) -> str:  # type: ignore[override]
-        return "utf-8"
 
 
 CLONE_NEWIPC = 0x08000000
@@ -519,17 +488,6 @@ def remove_cgroup(pid: int) -> bool:
         except OSError:
             return False
     return True
-
-
-def reset_torch_state(seed: int) -> None:
-    """Undo what learner code may have changed in torch's global defaults, then seed its RNG."""
-    torch.set_default_dtype(torch.float32)
-    torch.set_grad_enabled(True)
-    torch.default_generator.manual_seed(seed)  # CPU only: torch.manual_seed also queues CUDA work
-
-
-def hard_exit(code: int = 0) -> None:
-    os._exit(code)
 
 
 def remove_stale_cgroups() -> None:
