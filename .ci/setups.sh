@@ -172,6 +172,7 @@ left_running() {  # left_running USER LABEL [PIDS BEFORE...]: processes of USER 
         pids="$(escaped "$user" "$@")"
         [ -n "$pids" ] || break
     done
+    if [ -n "$pids" ]; then echo "setups: $(echo "$pids" | wc -w) of them still run: $pids" >&2; fi
 }
 
 sandbox_tests() {  # sandbox_tests WHO DIR LABEL: pytest -m sandbox, a JUnit file, check_skips
