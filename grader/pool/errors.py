@@ -1,4 +1,5 @@
-"""What goes wrong with a worker, on either backend (a leaf: the backends and the engine import it)."""
+"""What goes wrong with a worker, and what its first message says, on either backend (a leaf: the backends and
+the engine import it)."""
 
 from __future__ import annotations
 
@@ -18,3 +19,12 @@ class WorkerLost(Exception):
         super().__init__(detail)
         self.reason = reason
         self.detail = detail
+
+
+def layers_of(doc: object) -> dict[str, bool]:
+    """The layers in a worker's first message (either backend), read back after confinement and before any
+    learner code ran (so no submission can forge them). Malformed: no layer at all."""
+    layers = doc.get("layers") if isinstance(doc, dict) else None
+    if not isinstance(layers, dict) or len(layers) > 64:
+        return {}
+    return {str(k)[:64]: v for k, v in layers.items() if v is True or v is False}

@@ -186,11 +186,9 @@ class PortableWorker:
         return self._receive(timeout)
 
     def confined(self, timeout: float) -> dict[str, bool]:
-        doc = self._receive(timeout)[1]
-        layers = doc.get("layers") if isinstance(doc, dict) else None
-        if not isinstance(layers, dict) or len(layers) > 64:
-            return {}
-        return {str(k)[:64]: v for k, v in layers.items() if v is True or v is False}
+        from grader.pool.errors import layers_of
+
+        return layers_of(self._receive(timeout)[1])
 
     def hello(self, timeout: float) -> Any:
         return self._receive(timeout)[1]

@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from grader.files import remove_tree
-from grader.pool.errors import InfrastructureError, WeakSandbox, WorkerLost  # noqa: F401 - this API too
+from grader.pool.errors import InfrastructureError, WeakSandbox, WorkerLost, layers_of  # noqa: F401 - this API too
 from grader.sandbox import channel
 from grader.settings import backend
 
@@ -204,11 +204,7 @@ class LinuxWorker:
     def confined(self, timeout: float) -> dict[str, bool]:
         """The worker's first message: its layers, read back after confinement and before any learner code
         ran (so no submission can forge them). Malformed: no layer at all."""
-        doc = self._receive(timeout)[1]
-        layers = doc.get("layers") if isinstance(doc, dict) else None
-        if not isinstance(layers, dict) or len(layers) > 64:
-            return {}
-        return {str(k)[:64]: v for k, v in layers.items() if v is True or v is False}
+        return layers_of(self._receive(timeout)[1])
 
     def hello(self, timeout: float) -> Any:
         return self._receive(timeout)[1]
