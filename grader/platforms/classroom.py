@@ -19,7 +19,7 @@ import shutil
 from pathlib import Path
 
 from grader.registry import STEPS
-from grader.settings import KATA_ROOT, grader_version
+from grader.settings import IMPORT_ROOT, KATA_ROOT, grader_version
 
 WORKFLOW = Path(".github") / "workflows" / "classroom.yml"
 TORCH_INDEX = "https://download.pytorch.org/whl/cpu"
@@ -52,7 +52,7 @@ def _num(x: float) -> str:
 def workflow(*, path: str = "exercises", lang: str = "en", install: str | None = None,
              python: str = "3.11") -> str:
     """The text of .github/workflows/classroom.yml."""
-    install = install or f"attention-kata=={grader_version()}"
+    install = install or default_install()
     points = step_points()
     lines = [
         "# GitHub Classroom autograding for attention-kata, written by `attn-kata classroom init`.",
@@ -103,6 +103,63 @@ def workflow(*, path: str = "exercises", lang: str = "en", install: str | None =
         f"          runners: {','.join(s.id for s in STEPS)}",
     ]
     return "\n".join(lines) + "\n"
+
+
+def default_install(root: Path = IMPORT_ROOT) -> str:
+    """What the workflow installs when `--install` is not given: the kata this command runs from, so that it works
+    before the package is on PyPI. From a git checkout with a remote: that repository at this commit (or at the
+    version's tag where the tag is this commit), as pip's `name @ git+URL@REV`; from a wheel whose metadata names
+    its source repository: that repository at the version's tag; otherwise the registry's `attention-kata==V`."""
+    version = grader_version()
+    remote, commit, tagged = _git(root, "remote", "get-url", "origin"), _git(root, "rev-parse", "HEAD"), \
+        _git(root, "rev-parse", f"v{version}^{{commit}}")
+    url = _pip_git_url(remote) if remote and commit else None
+    if url:
+        return f"attention-kata @ git+{url}@{f'v{version}' if tagged and tagged == commit else commit}"
+    source = _source_url()
+    if source:
+        return f"attention-kata @ git+{source}@v{version}"
+    return f"attention-kata=={version}"
+
+
+def _git(root: Path, *args: str) -> str:
+    """A git answer about the checkout at `root` ("" where it is none, or git is missing)."""
+    import subprocess
+
+    if not (root / ".git").exists():
+        return ""
+    try:
+        proc = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return proc.stdout.strip() if proc.returncode == 0 else ""
+
+
+def _pip_git_url(remote: str) -> str | None:
+    """A remote as pip reads it after `git+`: https:// as is, `git@host:owner/repo` as ssh://git@host/owner/repo;
+    a local path or anything else is no use on a runner."""
+    if re.fullmatch(r"https://[^\s@]+", remote):
+        return remote
+    m = re.fullmatch(r"git@([\w.-]+):([\w./-]+)", remote)
+    if m:
+        return f"https://{m.group(1)}/{m.group(2)}"  # a runner has no ssh key: the same repository over https
+    m = re.fullmatch(r"ssh://git@([\w.-]+)/([\w./-]+)", remote)
+    return f"https://{m.group(1)}/{m.group(2)}" if m else None
+
+
+def _source_url() -> str | None:
+    """The source repository an installed wheel's metadata names (`[project.urls] Source`), if any."""
+    from importlib.metadata import PackageNotFoundError, metadata
+
+    try:
+        urls = metadata("attention-kata").get_all("Project-URL") or []
+    except PackageNotFoundError:
+        return None
+    for entry in urls:
+        label, _, url = entry.partition(",")
+        if label.strip().lower() in ("source", "repository") and re.fullmatch(r"https://[^\s@]+", url.strip()):
+            return url.strip()
+    return None
 
 
 def check_command(step: str, *, path: str, lang: str) -> str:

@@ -32,8 +32,9 @@ def classroom_group() -> None:
 @click.argument("directory", type=click.Path(path_type=Path, file_okay=False), default=".")
 @click.option("--path", "workspace", default="exercises", show_default=True,
               help="The students' workspace inside the repository (the stubs are copied there if it has none).")
-@click.option("--install", default=None, help="What the workflow pip-installs for attention-kata "
-              "(default: attention-kata==<this version>; e.g. a git URL).")
+@click.option("--install", default=None, help="What the workflow pip-installs for attention-kata (default: "
+              "this kata's git repository at this commit when run from a clone with a remote, else "
+              "attention-kata==<this version> from PyPI; any pip requirement, e.g. a git URL).")
 @click.option("--python", "python", default="3.11", show_default=True, help="Python version on the runner.")
 @click.option("--force", is_flag=True, help="Replace an existing workflow.")
 def classroom_init(directory: Path, workspace: str, install: str | None, python: str, force: bool) -> None:
