@@ -193,7 +193,8 @@ def attention_scores(inputs, query):
                            1, -4)  # add_key to the user keyring (shared by every process of this uid)
         return shared or key >= 0 or False
     def hold_memory_in_children():
-        pids, got = [], 0
+        import select, time
+        pids, got, dead = [], 0, set()
         r, w = os.pipe()
         for _ in range(5):
             pid = os.fork()
@@ -201,28 +202,28 @@ def attention_scores(inputs, query):
                 block = bytearray(400 << 20)
                 block[::4096] = b"x" * len(block[::4096])
                 os.write(w, b"1")
-                import time
                 time.sleep(30)
                 os._exit(0)
             pids.append(pid)
         os.close(w)
-        import select, time
+        def reap():  # the children that died (the OOM killer's victims), each reaped once
+            dead.update(p for p in pids if p not in dead and os.waitpid(p, os.WNOHANG)[0])
         deadline = time.monotonic() + 20
-        while got < 5 and time.monotonic() < deadline:
+        while got < 5 and len(dead) < 5 and time.monotonic() < deadline:
             if select.select([r], [], [], 0.2)[0]:
                 data = os.read(r, 16)
                 if not data:
                     break
                 got += len(data)
-            if all(os.waitpid(p, os.WNOHANG)[0] for p in pids if p):
-                break
+            reap()
+        reap()
+        # held only if all five live at once: the OOM killer may take a child that had already reported its pages
+        held = got == 5 and not dead
         for pid in pids:
-            try:
+            if pid not in dead:
                 os.kill(pid, 9)
                 os.waitpid(pid, 0)
-            except OSError:
-                pass
-        return got == 5 or False
+        return held or False
     def chown_own_file():
         open("mine.txt", "w").close()
         os.chown("mine.txt", 4242, 4242)

@@ -216,12 +216,15 @@ class _Server:
         """Reap finished children (workers, grading processes, whatever they left behind); did any end?"""
         reaped = False
         while True:
-            try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
+            try:  # look before reaping: a worker's pid stays its own (and its group's) until it is reaped
+                ended = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
             except ChildProcessError:
                 break
-            if pid == 0:
+            if ended is None:
                 break
+            if ended.si_pid in self.workers:
+                _kill_group(ended.si_pid)
+            pid, status = os.waitpid(ended.si_pid, 0)
             self.statuses[pid] = status
             reaped = True
             if pid in self.workers:
@@ -272,6 +275,14 @@ def _reap_all(graders: set[int], patience: float = 2.0) -> None:
             return
         if not pid:
             time.sleep(0.005)
+
+
+def _kill_group(pid: int) -> None:
+    """Everything a worker started, at once: it made itself a session leader (its process group is its pid) and
+    its seccomp filter refuses setsid and setpgid, so no descendant can leave the group. A group's kill is atomic
+    against fork. Where there is no PID namespace (a grader that is not root) this is what ends a fork bomb."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
 
 
 def _kill_orphans(workers: set[int]) -> None:

@@ -24,7 +24,9 @@ Landlock decides which files a worker may open, create, remove or write, but not
 - what a worker never needs and confine() has done already (namespaces and mounts, before this filter) or no
   worker may do: ptrace, process_vm_readv/writev, pidfd_getfd, process_madvise, name_to_handle_at,
   open_by_handle_at, bpf, perf_event_open, userfaultfd, mount and the new mount API, pivot_root, setns, unshare,
-  kexec and module loading.
+  kexec and module loading; setsid and setpgid (a worker is the leader of its own session and process group, and
+  every descendant stays in that group, which the zygote kills whole when the worker ends: where a grader that is
+  not root has no PID namespace or cgroup, this is what ends a fork bomb).
 
 Denied calls return EPERM (EACCES for sockets, keyrings and io_uring, as before); nothing is killed. Syscalls of a
 foreign ABI (i386 `int 0x80`, x32) fail entirely, so `socketcall` or a 32-bit `chmod` cannot go around the filter.
@@ -111,9 +113,10 @@ ARCHES = {
         # ptrace, process_vm_readv/writev, name_to_handle_at open_by_handle_at, bpf, perf_event_open, userfaultfd,
         # mount umount2 pivot_root, setns unshare, kexec_load kexec_file_load, init_module finit_module delete_module
         # inotify_init inotify_add_watch inotify_init1 fanotify_init fanotify_mark: watching shared folders (which
-        # file the grading process opens, a classmate's work dir appearing) goes around Landlock (red team 13)
+        # file the grading process opens, a classmate's work dir appearing) goes around Landlock (red team 13);
+        # setsid setpgid: a descendant stays in the worker's process group, which the zygote kills whole
         never=(101, 310, 311, 303, 304, 321, 298, 323, 165, 166, 155, 308, 272, 246, 320, 175, 313, 176, *NEW_NEVER,
-               253, 254, 294, 300, 301),
+               253, 254, 294, 300, 301, 112, 109),
         witnesses=(91, 260, 280, 190, 73, 29, 71, 245),
         # prlimit64, setpriority, sched_setparam sched_setscheduler sched_setaffinity sched_setattr, ioprio_set
         self_only=_self_only(302, 141, (142, 144, 203, 314), 251)),
@@ -126,7 +129,8 @@ ARCHES = {
         metadata=(52, 53, 55, 54, 88, 5, 6, 7, 14, 15, 16, 32, *NEW_METADATA),
         ipc=(194, 196, 195, 197, 190, 193, 191, 192, 186, 189, 188, 187, 180, 181, 182, 183, 184, 185),
         never=(117, 270, 271, 264, 265, 280, 241, 282, 40, 39, 41, 268, 97, 104, 294, 105, 273, 106, *NEW_NEVER,
-               26, 27, 262, 263),  # inotify_init1 inotify_add_watch fanotify_init fanotify_mark
+               # inotify_init1 inotify_add_watch fanotify_init fanotify_mark, setsid setpgid
+               26, 27, 262, 263, 157, 154),
         witnesses=(52, 54, 88, 7, 32, 194, 187, 185),
         self_only=_self_only(261, 140, (118, 119, 122, 274), 30)),
 }

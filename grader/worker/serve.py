@@ -10,6 +10,7 @@ import contextlib
 import importlib.abc
 import importlib.util
 import linecache
+import os
 import socket
 import sys
 import time
@@ -143,24 +144,41 @@ def _msg(msgid: str, **params: Any) -> dict[str, Any]:
     return {"message": str(probes.WrongType(msgid, **plain))[:MAX_MESSAGE], "msgid": msgid, "params": plain}
 
 
+WORKER_PID = [0]  # set by serve(): the worker itself, as opposed to a process the learner's code forked
+
+
+def _only_the_worker() -> None:
+    """A process the learner's code forked returns (or raises) through the same code as the worker: it ends
+    here, silently, before it could answer on the worker's channel in the worker's place."""
+    if os.getpid() != WORKER_PID[0]:
+        common.hard_exit()
+
+
+def _failed(exc: BaseException, ns: dict[str, Any], labels: set[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A probe that raised: what the learner reads (not started, missing, wrong type, memory, error)."""
+    if isinstance(exc, NotImplementedError):
+        return {"status": "not_started", **describe_error(exc, labels)}, {}
+    if isinstance(exc, KeyError):
+        missing = exc.args[0] if exc.args else None
+        if missing in ALL_NAMES and missing not in ns:
+            return {"status": "missing", **_msg("`{name}` is not defined", name=missing)}, {}
+        return {"status": "error", **describe_error(exc, labels)}, {}
+    if isinstance(exc, probes.WrongType):
+        return {"status": "wrong_type", **_msg(exc.msgid, **exc.params)}, {}
+    if isinstance(exc, MemoryError):
+        return {"status": "memory", **describe_error(exc, labels)}, {}
+    return {"status": "error", **describe_error(exc, labels)}, {}
+
+
 def run_case(ns: dict[str, Any], case: dict[str, Any], inputs: dict[str, torch.Tensor],
              labels: set[str]) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
     common.reset_torch_state(case["seed"])
     try:
         outputs = probes.PROBES[case["probe"]](ns, inputs, **case["params"])
-    except NotImplementedError as exc:
-        return {"status": "not_started", **describe_error(exc, labels)}, {}
-    except KeyError as exc:
-        missing = exc.args[0] if exc.args else None
-        if missing in ALL_NAMES and missing not in ns:
-            return {"status": "missing", **_msg("`{name}` is not defined", name=missing)}, {}
-        return {"status": "error", **describe_error(exc, labels)}, {}
-    except probes.WrongType as exc:
-        return {"status": "wrong_type", **_msg(exc.msgid, **exc.params)}, {}
-    except MemoryError as exc:
-        return {"status": "memory", **describe_error(exc, labels)}, {}
     except BaseException as exc:
-        return {"status": "error", **describe_error(exc, labels)}, {}
+        _only_the_worker()
+        return _failed(exc, ns, labels)
+    _only_the_worker()
     tensors: dict[str, torch.Tensor] = {}
     facts: dict[str, Any] = {}
     for key, value in outputs.items():
@@ -184,6 +202,7 @@ def serve(transport: common.Transport, confine: Callable[[dict[str, Any]], dict[
     _, setup = channel.decode_request(transport.recv())
     cpu = {"forked": time.process_time()}  # where a worker's CPU goes: benchmarks/bench_grade.py prints it
     layers = dict(confine(setup.get("config") or {}))
+    WORKER_PID[0] = os.getpid()  # after confine: in a PID namespace of its own the worker is 1
     printed = sys.stdout  # the capped output, taken before any learner code could replace it
     cpu["confined"] = time.process_time()
     # the layers, sent before a line of the submission runs: what the learner's code sends later on this
@@ -197,6 +216,7 @@ def serve(transport: common.Transport, confine: Callable[[dict[str, Any]], dict[
     units = [tuple(u) for u in setup["units"]]
     labels = {label for _, label, _ in units}
     ns, errors = load_units(units)  # type: ignore[arg-type]
+    _only_the_worker()  # a process the submission forked while it was imported
     kinds = {name: ("class" if isinstance(obj, type) else "callable" if callable(obj) else type(obj).__name__)
              for name, obj in ns.items()}
     cpu["loaded"] = time.process_time()
