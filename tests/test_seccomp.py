@@ -423,3 +423,47 @@ def test_no_worker_can_watch_shared_folders(tmp_path: Path) -> None:
     # planted regression: with the filter off, the watch works and the step shows it
     weak = engine.grade(sub, steps=["dot_scores"], config={"skip_layers": ["seccomp"], "require_strong": False})
     assert weak.steps[0].status != "passed"
+
+
+LEAVER = """
+import os
+
+def _left_the_group():  # a child tries to leave the worker's process group (a daemon's first step)
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        left = b"0"
+        for leave in (os.setsid, lambda: os.setpgid(0, 0)):
+            try:
+                leave()
+                left = b"1"
+            except OSError:
+                pass
+        os.write(w, left)
+        os._exit(0)
+    os.close(w)
+    left = os.read(r, 1) == b"1"
+    os.waitpid(pid, 0)
+    return left
+
+LEFT = _left_the_group()
+
+def attention_scores(inputs, query):
+    out = inputs @ query
+    return out + 1 if LEFT else out  # a child that left the group costs the step
+"""
+
+
+def test_no_descendant_leaves_the_workers_process_group(tmp_path: Path) -> None:
+    """The zygote ends whatever a worker started by killing its process group (where a grader that is not root
+    has no PID namespace or cgroup, that is all there is): setsid and setpgid are refused, so the attack scores as
+    its honest twin."""
+    from grader.grading import engine
+
+    sub = tmp_path / "leaver.py"
+    sub.write_text(LEAVER, encoding="utf-8")
+    report = engine.grade(sub, steps=["dot_scores"])
+    assert report.steps[0].status == "passed", [c.message for c in report.steps[0].checks]
+    # planted regression: with the filter off, the child leaves the group and the step shows it
+    weak = engine.grade(sub, steps=["dot_scores"], config={"skip_layers": ["seccomp"], "require_strong": False})
+    assert weak.steps[0].status != "passed"

@@ -282,7 +282,8 @@ def _kill_group(pid: int) -> None:
     its seccomp filter refuses setsid and setpgid, so no descendant can leave the group. A group's kill is atomic
     against fork. Where there is no PID namespace (a grader that is not root) this is what ends a fork bomb."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
+        if os.getpgid(pid) == pid:  # only a group of its own: one that died before its setsid is in ours
+            os.killpg(pid, signal.SIGKILL)
 
 
 def _kill_orphans(workers: set[int]) -> None:

@@ -150,7 +150,7 @@ WORKER_PID = [0]  # set by serve(): the worker itself, as opposed to a process t
 def _only_the_worker() -> None:
     """A process the learner's code forked returns (or raises) through the same code as the worker: it ends
     here, silently, before it could answer on the worker's channel in the worker's place."""
-    if os.getpid() != WORKER_PID[0]:
+    if WORKER_PID[0] and os.getpid() != WORKER_PID[0]:  # 0: not in a worker (the trusted side runs the reference)
         common.hard_exit()
 
 
