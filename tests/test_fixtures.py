@@ -65,8 +65,8 @@ CORRECT_STEPS: dict[str, set[str]] = {
 
 
 @functools.cache
-def graded(path: str, secret: str = SECRET) -> Report:
-    return grade(path, secret=secret)
+def graded(path: str, secret: str = SECRET, lang: str = "en") -> Report:
+    return grade(path, secret=secret, lang=lang)
 
 
 def outcome(report: Report) -> dict[str, dict]:
@@ -218,6 +218,28 @@ def test_failing_checks_explain_themselves(name: str) -> None:
             if not c.passed:
                 assert c.message.strip(), (step.id, c.name)
                 assert not INTERNAL_ERROR.search(c.message), (step.id, c.name, c.message)
+
+
+# why the grader believes a fact, which a learner cannot act on (issue 26): a failing check says what is wrong and
+# that the point follows once the outputs match (checks.NOT_YET, NOT_YET_AFTER, common.SHOWN_BY_OUTPUTS) instead
+TRUST_WORDING = {
+    "en": ("reported by your own code", "counts once some outputs are right", "earns nothing on its own",
+           "is shown by what forward computes"),
+    "zh": ("由你自己的代码报告", "只有在某些输出正确之后才计分", "这一性质本身不计分", "要由 forward 的计算结果来证明"),
+}
+
+
+@pytest.mark.parametrize("lang", sorted(TRUST_WORDING))
+def test_no_failing_message_is_the_graders_trust_reasoning(lang: str) -> None:
+    """Every failing check of every buggy fixture, in both languages: the concrete finding ("1 heads, expected
+    num_heads = 2"), never the grader's reason for not believing a fact yet."""
+    checks.load_all()
+    bad = []
+    for name in BUGGY_NAMES:
+        for step in graded(str(BUGGY / f"{name}.py"), lang=lang).steps:
+            bad += [(name, step.id, c.name, c.message) for c in step.checks
+                    if not c.passed and any(w in c.message for w in TRUST_WORDING[lang])]
+    assert not bad, bad
 
 
 # Checks no fixture singles out yet (each fails only where most of its step fails too). Empty is the goal.

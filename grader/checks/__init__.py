@@ -22,14 +22,23 @@ from typing import Any
 
 import torch
 
-from grader.i18n import _
+from grader.i18n import N_, _
 from grader.registry import STEPS
 
 VOUCH_ATOL, VOUCH_RTOL = 1e-5, 1e-4  # as grader.checks.expect.close
 
+# what a check says while no output it reads is right yet (Outcome.require_work, Outcome._vouch): the concrete
+# finding, if it made one, and that the point follows; never why a fact is not believed yet (issue 26)
+NOT_YET = N_("nothing wrong found here; this point follows once your outputs match the reference (none does yet)")
+NOT_YET_AFTER = N_("{finding} — once that is fixed, this point follows when your outputs match the reference")
+
 
 class Failed(AssertionError):
     """A check's verdict, worded for the learner."""
+
+
+class Waiting(Failed):
+    """A verdict that already says the point waits for right outputs (NOT_YET, common.shown_by): said as it is."""
 
 
 @dataclass
@@ -91,7 +100,21 @@ def check(step: str, name: str, points: float = 1.0) -> Callable:
 
         def gated(r: Outcome) -> None:
             r.reading = set()  # the cases this check reads: the work that vouches must be theirs (require_work)
-            fn(r)
+            r.pending = set()  # the facts it read that no right output vouches for yet (Outcome._vouch)
+            try:
+                fn(r)
+            except Waiting:
+                raise
+            except Failed as exc:
+                if r.pending:  # the finding, whatever the facts: a forged fact only changes its words
+                    raise Failed(_(NOT_YET_AFTER).format(finding=str(exc).rstrip(". 。"))) from None
+                raise
+            except Exception:  # an odd fact (its shape is the learner's) before any right output: no finding
+                if r.pending:
+                    raise Waiting(_(NOT_YET)) from None
+                raise
+            if r.pending:  # the facts hold, but nothing shows the work yet: they never earn a point alone
+                raise Waiting(_(NOT_YET))
             r.require_work()
 
         gated.__name__ = gated.__qualname__ = getattr(fn, "__name__", "check")
@@ -182,6 +205,7 @@ class Outcome:
     lang: str = "en"  # the report's language: checks word their messages in it (grader.i18n)
     _behaves: dict[str, bool] = field(default_factory=dict, repr=False)
     reading: set[str] = field(default_factory=set, repr=False)  # the learner's cases read by the current check
+    pending: set[str] = field(default_factory=set, repr=False)  # facts read by the current check, not vouched yet
     _proved: list[set[str]] | None = field(default=None, repr=False)  # what each passing proof read (its subjects)
     _right: dict[frozenset[str], bool] = field(default_factory=dict, repr=False)  # some_output_right, without proofs
 
@@ -207,16 +231,15 @@ class Outcome:
         learner controls: a module can override named_buffers(), a submission can patch the probe. So it is
         believed only once some case of the same function shows outputs equal to the reference's, which no amount
         of forging gives without doing the work (see `some_output_right`). Forging a fact then earns nothing that
-        the work itself did not."""
+        the work itself did not. Until then the fact is still read, to word a failure concretely ("1 heads,
+        expected num_heads = 2"), and the check fails whatever it finds (`check`: NOT_YET, NOT_YET_AFTER)."""
         if not self.some_output_right({case}):
-            raise Failed(_("`{key}` is reported by your own code, so it counts once some outputs are right: "
-                           "fix those first").format(key=key))
+            self.pending.add(key)
 
     def require_work(self) -> None:
         """Some case of what the check read must show outputs equal to the reference's (see `check`)."""
         if not self.some_output_right(self.reading):
-            raise Failed(_("no output of this step matches the reference yet, so this property earns nothing on "
-                           "its own: make the outputs right first"))
+            raise Waiting(_(NOT_YET))
 
     def some_output_right(self, about: set[str] | frozenset[str] = frozenset()) -> bool:
         """Has the learner's code done the work: does some case equal the reference's outputs? Only a case that

@@ -7,7 +7,7 @@ from typing import Any
 
 import torch
 
-from grader.checks import Case, Failed, Gen, Outcome, describe_failure, expect
+from grader.checks import Case, Failed, Gen, Outcome, Waiting, describe_failure, expect
 from grader.i18n import N_, _
 
 
@@ -61,8 +61,8 @@ def module(cls: str, g: Gen, ctor: dict[str, Any], shapes: dict[str, tuple[int, 
     return Case("module", inputs, params, seed=g.seed())
 
 
-SHOWN_BY_OUTPUTS = N_("{what} is shown by what forward computes, so it counts once the context vectors match the "
-                      "reference: fix those first")
+SHOWN_BY_OUTPUTS = N_("{what} is judged by what forward computes, and its context vectors do not match the "
+                      "reference yet: this point follows once they do")
 
 
 def shown_by(r: Outcome, case: str, what: str, dims: tuple[str, ...]) -> None:
@@ -73,7 +73,7 @@ def shown_by(r: Outcome, case: str, what: str, dims: tuple[str, ...]) -> None:
     try:
         expect.close(r.got(case), r.want(case), _("context vectors"), dims)
     except Failed:
-        raise Failed(_(SHOWN_BY_OUTPUTS).format(what=what)) from None
+        raise Waiting(_(SHOWN_BY_OUTPUTS).format(what=what)) from None
 
 
 def moves_with_the_module(r: Outcome, plain: str, moved: str, dims: tuple[str, ...]) -> None:

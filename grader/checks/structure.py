@@ -11,15 +11,12 @@ from __future__ import annotations
 
 import importlib
 
-from grader.checks import CaseResult
+from grader.checks import NOT_YET, NOT_YET_AFTER, CaseResult
 from grader.i18n import N_, _, translate, using
 
 # a step's structure check: where the structural cause is said in full (else the first check that says it)
 STRUCTURE_ATTR = "STRUCTURE_CHECK"
 SKIPPED = N_("skipped: see “{check}” (the same cause)")
-VOUCH = N_("`{key}` is reported by your own code, so it counts once some outputs are right: fix those first")
-NO_WORK = N_("no output of this step matches the reference yet, so this property earns nothing on its own: make "
-             "the outputs right first")
 
 
 def structure_check(step: str) -> str | None:
@@ -32,13 +29,12 @@ def first(step: str, names: list[str], verdicts: list[tuple[bool, str]], cases: 
     """`verdicts` (passed, message) of the checks `names` (msgids, in order), with a structural cause said once."""
     with using(lang):
         causes = {r.text() for r in cases.values() if r.status == "wrong_type"}
-        no_work = _(NO_WORK)
-        before, _key, after = _(VOUCH).partition("{key}")
+        no_work = _(NOT_YET)
+        _finding, _sep, after = _(NOT_YET_AFTER).partition("{finding}")
 
     def consequence(msg: str) -> bool:
-        """Failed only because no output could be compared: no work shown, so no fact believed."""
-        vouch = msg.startswith(before) and msg.endswith(after) and len(msg) < len(before + after) + 40
-        return msg == no_work or vouch
+        """Failed only because no output could be compared: what a fact says waits for a right output."""
+        return msg == no_work or msg.endswith(after)
 
     repeated = [m for m in causes if sum(not ok and msg == m for ok, msg in verdicts) >= 2]
     if not repeated:
