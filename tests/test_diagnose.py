@@ -77,11 +77,30 @@ DIAGNOSED: dict[str, dict[str, list[str]]] = {
     # queries and keys swapped
     "v1_qk_swapped": {"self_attention_v1": ["query_key_swapped"]},
     "ca_qk_swapped": {"causal_attention": ["query_key_swapped"]},
+    # masked_fill (no underscore) with its result thrown away: the weights of no mask at all (issue 26)
+    "mask_masked_fill_discarded": {"causal_mask": ["mask_discarded"]},
+    "ca_masked_fill_discarded": {"causal_attention": ["mask_discarded"]},
+    "mha_masked_fill_discarded": {"multihead_attention": ["mask_discarded"]},
+    # a function that changes the tensor it was given (issue 26): the in-place dropouts lose points elsewhere too
+    "dot_inplace": {"dot_scores": ["input_changed_in_place"]},
+    "drop_inplace": {"dropout": ["input_changed_in_place"]},
+    "drop_inplace_functional": {"dropout": ["input_changed_in_place"]},
+    "drop_inplace_index": {"dropout": ["input_changed_in_place"]},
+    # dropout on the wrong tensor, seen in the exact placement cases (steps 9 and 11, issue 26)
+    "ca_dropout_on_scores": {"causal_attention": ["dropout_on_scores"]},
+    "ca_dropout_on_values": {"causal_attention": ["dropout_on_values"]},
+    "ca_dropout_on_context": {"causal_attention": ["dropout_on_context"]},
+    "mha_dropout_on_scores": {"multihead_attention": ["dropout_on_scores"]},
+    "mha_dropout_on_values": {"multihead_attention": ["dropout_on_values"]},
+    "mha_dropout_on_context": {"multihead_attention": ["dropout_on_context"]},
+    "mha_dropout_after_out_proj": {"multihead_attention": ["dropout_after_out_proj"]},
 }
 
 CLASSIC = {"softmax_wrong_dim", "scale_missing", "scale_by_d_k", "scale_wrong_dim", "mask_fill_zero",
            "mask_diagonal", "mask_after_softmax", "mask_not_cut", "dropout_no_rescale", "dropout_in_eval",
-           "heads_cat_wrong_dim", "heads_stacked", "heads_share_weights", "query_key_swapped"}
+           "heads_cat_wrong_dim", "heads_stacked", "heads_share_weights", "query_key_swapped", "mask_discarded",
+           "input_changed_in_place", "dropout_on_scores", "dropout_on_values", "dropout_on_context",
+           "dropout_after_out_proj"}
 
 CORRECT = [FIXTURES / "correct" / "book_verbatim.py", FIXTURES / "correct" / "vectorised_einsum.py",
            FIXTURES / "correct" / "loops.py", FIXTURES / "correct" / "workspace", ROOT / "solutions"]
@@ -153,7 +172,9 @@ def test_shared_heads_are_named_from_the_probes_report_not_its_wording() -> None
 
 
 @pytest.mark.parametrize("name", ["drop_keep_prob", "drop_no_rescale", "ca_dropout_no_rescale", "ca_qk_swapped",
-                                  "mha_scale_d_out", "wrap_cat_dim1", "wrap_shared_heads", "mask_fill_zero"])
+                                  "mha_scale_d_out", "wrap_cat_dim1", "wrap_shared_heads", "mask_fill_zero",
+                                  "mha_masked_fill_discarded", "drop_inplace_index", "ca_dropout_on_context",
+                                  "mha_dropout_on_values", "mha_dropout_on_scores", "mha_dropout_after_out_proj"])
 def test_diagnoses_do_not_depend_on_the_secret(name: str) -> None:
     report = grade(str(BUGGY / f"{name}.py"), secret="another term's secret")
     assert diagnoses(report) == DIAGNOSED[name]

@@ -23,7 +23,9 @@ from typing import Any
 import torch
 
 from grader.checks import Outcome
+from grader.checks.causal_attention import PLACE_P, PLACE_TOKENS
 from grader.checks.common import dropout_mean_close
+from grader.checks.multihead_attention import PLACE_HEADS, PLACE_SHIFT
 from grader.grading.report import clean
 from grader.i18n import N_, _, using
 from grader.registry import BY_ID
@@ -88,6 +90,26 @@ MESSAGES: dict[str, str] = {
     "query_key_swapped": N_(
         'queries and keys are swapped: the scores come out transposed (K Qᵀ instead of Q Kᵀ); compute '
         'queries with W_query, keys with W_key, and scores = queries @ keys.T'),
+    "mask_discarded": N_(
+        'the causal mask never reaches the scores: your weights are those of no mask at all. masked_fill returns '
+        'a new tensor and leaves the scores as they were, so use masked_fill_ (in place) or assign its result: '
+        'attn_scores = attn_scores.masked_fill(mask, -torch.inf)'),
+    "input_changed_in_place": N_(
+        'your function changes the tensor it was given, in place (a method ending in _, inplace=True, '
+        'x[...] = …, x *= …): the caller\'s tensor must stay as it was, and a second call starts from what the '
+        'first one left, which can explain the other failures here; compute into a new tensor instead'),
+    "dropout_on_scores": N_(
+        'dropout is applied to the attention scores, before the softmax: apply self.dropout to attn_weights, '
+        'after the softmax and before multiplying by the values'),
+    "dropout_on_values": N_(
+        'dropout is applied to the values, so a dropped value is lost to every query at once: apply '
+        'self.dropout to attn_weights, after the softmax and before multiplying by the values'),
+    "dropout_on_context": N_(
+        'dropout is applied to the context vectors (after attn_weights @ values): apply self.dropout to '
+        'attn_weights, after the softmax and before multiplying by the values'),
+    "dropout_after_out_proj": N_(
+        'dropout is applied after out_proj, to the module\'s output: apply self.dropout to attn_weights, after '
+        'the softmax and before multiplying by the values'),
 }
 
 
@@ -158,7 +180,7 @@ SCALE_MODELS = [("scale_missing", {"scale": "none"}), ("scale_by_d_k", {"scale":
                 ("scale_wrong_dim", {"scale": "sqrt_d_out"})]
 CORE_MODELS = [*SCALE_MODELS, ("softmax_wrong_dim", {"dim": -2}), ("query_key_swapped", {"swap": True})]
 MASK_MODELS = [("mask_fill_zero", {"mask": "zero"}), ("mask_diagonal", {"mask": "diag"}),
-               ("mask_after_softmax", {"mask": "after"})]
+               ("mask_after_softmax", {"mask": "after"}), ("mask_discarded", {"mask": None})]
 
 
 def _divisor(kind: str, d_k: int, d_in: int, d_out: int) -> float:
@@ -334,7 +356,51 @@ def _causal_attention(r: Outcome) -> list[str]:
                 found.append("dropout_no_rescale")
             elif near((1 - p) ** 2):
                 found.append("dropout_rescale_wrong")
-    return found
+    return found + _dropout_placement(r)
+
+
+def _dropout_placement(r: Outcome, heads: int = 1, shift: float = 0.0) -> list[str]:
+    """Where dropout acts, from the exact placement cases (checks.causal_attention.placed_on_the_weights: x = I,
+    each head's values [I | 2I], out_proj of weight I and bias `shift` in step 11), once the eval output is right.
+    Per attention weight w[i, j] the training output holds two copies a (× 1) and b (× 2): dropout on the weights
+    drops or scales both together; on the context vectors each copy alone; on the values each copy alone but for
+    every query i at once (one value row serves them all); after out_proj each output entry alone, bias included;
+    on the scores the rows still sum to 1 but are not dropped-or-scaled weights."""
+    ev, tr, want = _got(r, "place_eval"), _got(r, "place"), _want(r, "place_eval")
+    if not isinstance(tr, torch.Tensor) or not _close(ev, want) or tr.dim() != 3 or tr.shape[1:] != ev.shape[1:]:
+        return []
+    n, p = PLACE_TOKENS, PLACE_P
+    ev64, tr64 = ev.to(torch.float64), tr.to(torch.float64)
+
+    def zero_or_scaled(t: torch.Tensor, base: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        tol = 1e-5 + 1e-4 * base.abs()
+        return (t - base / (1 - p)).abs() <= tol, t.abs() <= tol
+
+    if shift:
+        kept, dropped = zero_or_scaled(tr64, ev64)
+        if bool((kept | dropped).all()) and bool((dropped & (ev64.abs() > 1e-3)).any()):
+            return ["dropout_after_out_proj"]
+    w = (ev64[0] - shift).reshape(n, heads, 2, n)[..., 0, :]  # (query i, head, key j): the eval weights
+    a, b = ((tr64 - shift).reshape(-1, n, heads, 2, n)[..., i, :] / (i + 1) for i in (0, 1))
+    (ka, da), (kb, db) = zero_or_scaled(a, w), zero_or_scaled(b, w)
+    live = (w.abs() > 1e-3).expand_as(a)
+    if bool((ka | da).all()) and bool((kb | db).all()):
+        da, db = da & live, db & live
+        if torch.equal(da, db):  # dropped together, or nothing dropped: not a misplaced dropout
+            return []
+
+        def per_key(d: torch.Tensor) -> bool:  # each (copy, head, key j): dropped for every live query or none
+            return not bool((d.any(dim=1) & (~d & live).any(dim=1)).any())
+
+        return ["dropout_on_values" if per_key(da) and per_key(db) else "dropout_on_context"]
+    # softmax rows (summing to 1, or NaN where a dropped −inf became −inf × 0), the same in both copies
+    sums = a.sum(dim=-1)
+    rows = torch.isfinite(sums)
+    if bool(rows.any()) and torch.allclose(a, b, atol=1e-5, rtol=1e-4, equal_nan=True) \
+            and torch.allclose(sums[rows], torch.ones_like(sums[rows]), atol=1e-4) \
+            and not torch.allclose(a, w.expand_as(a), atol=1e-5, rtol=1e-4):
+        return ["dropout_on_scores"]
+    return []
 
 
 def _shared_heads(r: Outcome) -> bool:
@@ -385,7 +451,7 @@ def _mha(r: Outcome) -> list[str]:
     models = [*CORE_MODELS, *MASK_MODELS, ("heads_merge_without_transpose", {"merge": "no_transpose"})]
     found = _by_models(r, ["fwd", "short", "one", "leak"], models,
                        lambda r, c, o: _attention(r, c, o, linear=True, multi=True))
-    return found + _mask_not_cut(r)
+    return found + _mask_not_cut(r) + _dropout_placement(r, PLACE_HEADS, PLACE_SHIFT)
 
 
 STEPS: dict[str, Callable[[Outcome], list[str]]] = {
@@ -418,12 +484,20 @@ def silent_roles(r: Outcome) -> list[str]:
     return sorted(silent)[:6] if len(silent) >= 2 and wrong else []
 
 
+def changed_in_place(r: Outcome) -> bool:
+    """A function of the step changed a tensor it was given (the call probe's `inputs_modified`, a fact the learner's
+    code reports: it only words a diagnosis, never a point)."""
+    return any(res.status == "ok" and res.facts.get("inputs_modified") is True for res in r.learner.values())
+
+
 def ids(outcome: Outcome) -> list[str]:
     """The classic mistakes the learner's outputs show, by id (empty when none is recognised)."""
     fn = STEPS.get(outcome.step)
     try:
         with torch.no_grad():
             found = fn(outcome) if fn is not None else []
+            if changed_in_place(outcome):
+                found.append("input_changed_in_place")
         if silent_roles(outcome):
             found.append("roles_by_order")
     except Exception:  # a diagnosis is a bonus: it must never cost the learner their report
