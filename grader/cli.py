@@ -110,9 +110,70 @@ class KataGroup(click.Group):
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         """`--lang` and `--no-daemon` are accepted before or after the subcommand (`attn-kata check --lang zh`):
-        they are moved to the front, where the group reads them (arguments after `--` are left alone)."""
-        ctx.meta["attn_kata.argv"] = lang_first(args)  # what the warm daemon is handed (grader/daemon)
-        return super().parse_args(ctx, lang_first(args))
+        they are moved to the front, where the group reads them (arguments after `--` are left alone). `--path`
+        too (`attn-kata --path ws check`): it is moved after the subcommand, whose option it is."""
+        args = lang_first(path_after_command(args, self.commands))
+        ctx.meta["attn_kata.argv"] = args  # what the warm daemon is handed (grader/daemon)
+        return super().parse_args(ctx, args)
+
+
+def takes_path(command: click.Command | None) -> bool:
+    """Is `command` one of the learner's commands, working on a workspace given by `--path`?"""
+    return command is not None and not isinstance(command, click.Group) and any(
+        "--path" in p.opts for p in command.params)
+
+
+def path_after_command(args: list[str], commands: dict[str, click.Command]) -> list[str]:
+    """The arguments with a `--path X` / `--path=X` given before the subcommand moved just after it, when the
+    subcommand takes `--path`; otherwise unchanged (click then says what is wrong)."""
+    moved: list[str] = []
+    before: list[str] = []
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a == "--":
+            return args
+        if a in ("--path", "--lang"):  # options with a value
+            (moved if a == "--path" else before).extend(args[i:i + 2])
+            i += 2
+            continue
+        if a.startswith("-"):
+            (moved if a.startswith("--path=") else before).append(a)
+            i += 1
+            continue
+        if moved and takes_path(commands.get(a)):
+            return [*before, a, *moved, *args[i + 1:]]
+        return args
+    return args
+
+
+def command_path(args: list[str]) -> str | None:
+    """The `--path` value on a (normalised) command line, before any `--`."""
+    for i, a in enumerate(args):
+        if a == "--":
+            break
+        if a == "--path" and i + 1 < len(args):
+            return args[i + 1]
+        if a.startswith("--path="):
+            return a.split("=", 1)[1]
+    return None
+
+
+def workspace_lang(command: click.Command | None, args: list[str]) -> str | None:
+    """The language the learner's workspace was made in (`init --lang zh` records it), for the learner's commands:
+    it wins over the locale, while `--lang` and ATTN_KATA_LANG win over it. None where there is none."""
+    import os
+
+    if not takes_path(command) or os.environ.get("ATTN_KATA_LANG"):
+        return None
+    from grader.learner import workspace
+
+    try:
+        ws = workspace.resolve(command_path(args))
+    except (workspace.NoWorkspace, OSError):
+        return None
+    lang = workspace.marker(ws).get("lang")
+    return lang if lang in LANGS.choices else None
 
 
 def lang_first(args: list[str]) -> list[str]:
@@ -145,9 +206,12 @@ def main(ctx: click.Context, lang: str | None, no_daemon: bool) -> None:
     """attention-kata: fill in exercises/, then `attn-kata check`."""
     from grader.daemon import client
 
+    lang = lang or workspace_lang(ctx.command.get_command(ctx, ctx.invoked_subcommand or ""),  # type: ignore[attr-defined]
+                                  ctx.meta.get("attn_kata.argv", []))
     if client.wanted(ctx.invoked_subcommand, ctx.meta.get("attn_kata.argv", []), no_daemon):
         argv = client.argv_for(ctx.meta["attn_kata.argv"], lang or i18n.default_lang())
-        code = client.run(argv, ctx.find_root().info_name or "attn-kata")
+        code = client.run(argv, ctx.find_root().info_name or "attn-kata",
+                          start=ctx.invoked_subcommand not in client.NEVER_STARTS)
         if code is not None:  # else it could not answer: grade here, as if there were no daemon
             sys.exit(code)
     if ctx.invoked_subcommand in GRADING_COMMANDS:
@@ -292,7 +356,7 @@ def grade(obj: dict, path: Path, fmt: str, secret: str | None, steps: tuple[str,
               help="Seconds allowed per step.")
 @click.pass_obj
 def watch(obj: dict, step: str | None, workspace: Path, timeout: float) -> None:
-    """Re-grade the current step each time you save; `n` + Enter moves on, `q` quits."""
+    """Re-grade the current step each time you save; `n` (no Enter needed) moves on, `q` quits."""
     from grader.learner.watch import watch as run_watch
 
     sys.exit(run_watch(workspace=workspace, start=step_ids((step,))[0] if step else None, lang=obj["lang"],
@@ -305,7 +369,7 @@ def watch(obj: dict, step: str | None, workspace: Path, timeout: float) -> None:
 @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
 @click.pass_obj
 def reset(obj: dict, step: str, workspace: Path, yes: bool) -> None:
-    """Put the stub of STEP back in your workspace (your version is kept in .attn-kata/backup/)."""
+    """Put the stub of STEP back in your workspace (your version is first copied to .attn-kata/backup/)."""
     from grader.learner.watch import reset_step
 
     sys.exit(reset_step(step=step_ids((step,))[0], workspace=workspace, lang=obj["lang"], yes=yes))

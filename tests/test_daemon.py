@@ -167,7 +167,8 @@ def test_in_a_terminal_too_colours_width_and_heatmaps(env: dict[str, str], tmp_p
 
 
 def test_the_client_imports_no_torch(env: dict[str, str], tmp_path: Path) -> None:
-    kata("list", env=env)  # starts it
+    kata("daemon", "start", env=env)  # `list` alone never starts it (issue 25: answered in ~0.1 s without)
+    kata("list", env=env)
     probe = tmp_path / "modules.json"
     code = ("import atexit, json, sys\n"
             f"atexit.register(lambda: open({str(probe)!r}, 'w').write(json.dumps(sorted(sys.modules))))\n"
@@ -182,6 +183,7 @@ def test_the_client_imports_no_torch(env: dict[str, str], tmp_path: Path) -> Non
 
 
 def test_another_user_cannot_connect(env: dict[str, str], tmp_path: Path) -> None:
+    kata("daemon", "start", env=env)
     kata("list", env=env)
     pid = daemon_pid(env)
     sock = next((tmp_path / "run" / "attn-kata").glob("*.sock"))
@@ -211,6 +213,7 @@ def test_it_never_serves_a_secret_or_batch(env: dict[str, str], tmp_path: Path) 
     secret = kata("grade", "solutions", "--format", "json", env={**env, "ATTN_KATA_SECRET": "s3cret"})
     assert secret.returncode == 0
     assert daemon_pid(env) is None  # graded in-process; no daemon was even started
+    kata("daemon", "start", env=env)
     kata("list", env=env)
     assert kata("grade", "exercises", "--secret", "s3cret", "--format", "json", env=env).returncode == 0
     assert served(env) == 1
@@ -237,6 +240,7 @@ def test_a_stale_socket_is_replaced(env: dict[str, str], tmp_path: Path) -> None
     probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     with pytest.raises(ConnectionRefusedError):
         probe.connect(key)
+    assert kata("daemon", "start", env=env).returncode == 0
     assert kata("list", env=env).returncode == 0
     assert daemon_pid(env) is not None
     probe.connect(key)  # someone answers there now
@@ -258,6 +262,7 @@ def test_a_killed_daemon_is_restarted_by_the_next_check(env: dict[str, str], tmp
 def test_a_daemon_killed_mid_check_falls_back_to_grading_in_process(env: dict[str, str], tmp_path: Path) -> None:
     slow = "import time\ntime.sleep(3)\n" + (ROOT / "solutions" / "dot_scores.py").read_text()
     ws = workspace(tmp_path, "ws", **{"dot_scores.py": slow})
+    kata("daemon", "start", env=env)
     kata("list", env=env)
     pid = daemon_pid(env)
     client = subprocess.Popen([sys.executable, "-m", "grader", "check", "dot_scores", "--path", str(ws)], env=env,
@@ -273,6 +278,7 @@ def test_a_daemon_killed_mid_check_falls_back_to_grading_in_process(env: dict[st
 def test_a_client_gone_mid_check_takes_the_daemon_and_its_workers_with_it(env: dict[str, str], tmp_path: Path) -> None:
     slow = "import time\ntime.sleep(30)\n"
     ws = workspace(tmp_path, "ws", **{"dot_scores.py": slow})
+    kata("daemon", "start", env=env)
     kata("list", env=env)
     pid = daemon_pid(env)
     client = subprocess.Popen([sys.executable, "-m", "grader", "check", "dot_scores", "--path", str(ws)], env=env,
@@ -309,10 +315,12 @@ def test_the_fingerprint_covers_the_grader_and_the_solutions(monkeypatch: pytest
 
 def test_it_stops_when_idle_and_on_request(env: dict[str, str], tmp_path: Path) -> None:
     assert kata("daemon", "status", env=env).returncode == 1
+    kata("daemon", "start", env={**env, "ATTN_KATA_DAEMON_IDLE": "3"})
     kata("list", env={**env, "ATTN_KATA_DAEMON_IDLE": "3"})
     idle = daemons(tmp_path / "run")
     assert idle and wait_until(lambda: not ours(tmp_path / "run"), 10)
     assert not list((tmp_path / "run" / "attn-kata").glob("*.sock"))
+    kata("daemon", "start", env=env)
     kata("list", env=env)
     status = kata("daemon", "status", env=env)
     assert status.returncode == 0 and "running" in status.stdout
@@ -339,4 +347,23 @@ def test_watch_starts_it_for_the_checks_that_follow(env: dict[str, str], tmp_pat
     child.expect(pexpect.EOF)
     assert wait_until(lambda: daemon_pid(env) is not None, 30)
     assert kata("check", "dot_scores", "--path", str(ws), env=env).returncode == 1
+    assert served(env) == 1
+
+
+def test_list_never_starts_it_and_a_start_says_so(env: dict[str, str], tmp_path: Path) -> None:
+    """Issue 25: the first `list` took 9.7 s because it started the daemon; it never does (nor hint, solution,
+    init), and answers alike with one running."""
+    ws = workspace(tmp_path, "ws")
+    alone = kata("list", "--path", str(ws), env=env)
+    assert alone.returncode == 0 and "dot_scores" in alone.stdout
+    for args in (("hint", "dot_scores", "--path", str(ws)), ("solution", "dot_scores", "--path", str(ws)),
+                 ("init", str(tmp_path / "fresh"))):
+        kata(*args, env=env)
+    assert daemon_pid(env) is None and not daemons(tmp_path / "run")
+    started = kata("daemon", "start", env=env)
+    assert started.returncode == 0 and "running" in started.stdout and daemon_pid(env) is not None
+    again = kata("daemon", "start", env=env)  # one runs: it is the same one
+    assert again.returncode == 0 and len(daemons(tmp_path / "run")) == 1
+    kata("hint", "dot_scores", "--path", str(ws), env=env)  # revealed a hint: list shows the same either way
+    same(kata("list", "--path", str(ws), env=env), alone)
     assert served(env) == 1

@@ -20,6 +20,9 @@ from grader.daemon.fingerprint import fingerprint
 BYPASS_ENV = "ATTN_KATA_NO_DAEMON"
 SECRET_ENV = "ATTN_KATA_SECRET"
 SERVED = ("check", "list", "grade")  # never batch, never a secret: those always run in-process
+# served by a daemon already running, never the reason to start one: each answers in ~0.1 s without torch
+# (`list`, and `hint`, `solution`, `init`, which no daemon serves), where a start costs seconds
+NEVER_STARTS = ("list",)
 START_TIMEOUT = 30.0  # seconds for a new daemon to say it listens (it binds before importing torch)
 BUSY_PATIENCE = 3.0  # seconds to wait for another starting daemon's socket
 SERVER = "import sys; sys.path.insert(0, {root!r}); from grader.daemon.server import main; main()"
@@ -60,9 +63,9 @@ def start_in_background() -> None:
         pass
 
 
-def run(argv: list[str], prog: str) -> int | None:
+def run(argv: list[str], prog: str, start: bool = True) -> int | None:
     """Run `attn-kata ARGV` in the daemon on our stdio and working directory; its exit code, or None when the
-    daemon could not answer (then nothing was decided: grade in-process)."""
+    daemon could not answer (then nothing was decided: grade in-process). `start`: start one if none runs."""
     stdio: list[int] = []
     try:
         for fd in (0, 1, 2):  # fails if one is closed, or the working directory is gone: in-process handles those
@@ -75,7 +78,8 @@ def run(argv: list[str], prog: str) -> int | None:
     try:
         for attempt in range(2):  # a daemon out of date stops and says so: start a fresh one, once
             answer = _ask({"op": "run", "argv": argv, "prog": prog, "env": dict(os.environ),
-                           "stdout": _stream(sys.stdout), "stderr": _stream(sys.stderr)}, [*stdio, cwd])
+                           "stdout": _stream(sys.stdout), "stderr": _stream(sys.stderr)}, [*stdio, cwd],
+                          start=start)
             if answer is None:
                 return None
             if answer.get("stale") and attempt == 0:
@@ -93,9 +97,9 @@ def _stream(stream: object) -> dict[str, str]:
             or "strict"}
 
 
-def _ask(doc: dict, fds: list[int]) -> dict | None:
+def _ask(doc: dict, fds: list[int], start: bool = True) -> dict | None:
     try:
-        with connect(start=True) as conn:
+        with connect(start=start) as conn:
             protocol.send(conn, {**doc, "fingerprint": fingerprint()}, fds)
             answer, extra = protocol.receive(conn)  # as long as the command takes; EOF if the daemon died
     except (paths.Unavailable, protocol.Garbled, OSError):

@@ -1,4 +1,4 @@
-"""`attn-kata daemon status|stop`: the warm background grader, seen and stopped by its user."""
+"""`attn-kata daemon start|status|stop`: the warm background grader, seen and stopped by its user."""
 
 from __future__ import annotations
 
@@ -19,6 +19,10 @@ def daemon_group() -> None:
 @daemon_group.command("status")
 def status() -> None:
     """Whether it runs (exit 0) or not (exit 1)."""
+    _status()
+
+
+def _status() -> None:
     doc = client.request({"op": "status"})
     if not doc or "pid" not in doc:
         click.echo(_("the background grader is not running (the next `attn-kata check` starts it)"))
@@ -28,6 +32,20 @@ def status() -> None:
                                                               up=time.time() - float(doc.get("started", 0)),
                                                               idle=float(doc.get("idle_limit", 0))))
     click.echo(_("socket: {path}").format(path=doc.get("socket", "")))
+
+
+@daemon_group.command("start")
+def start() -> None:
+    """Start it now, if none runs (`check` and `watch` also start it; `list` only uses one that runs)."""
+    try:
+        if not client.protocol.supported():
+            raise OSError("this system has no daemon")
+        client.connect(start=True).close()
+    except (client.paths.Unavailable, OSError) as exc:
+        click.echo(_("the background grader could not start ({error}); commands grade in their own process")
+                   .format(error=exc), err=True)
+        sys.exit(1)
+    _status()
 
 
 @daemon_group.command("stop")

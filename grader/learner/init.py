@@ -7,8 +7,6 @@ import ast
 import json
 from pathlib import Path
 
-import nbformat
-
 from grader import i18n
 from grader.i18n import N_
 from grader.learner.workspace import MARKER, STATE_DIR
@@ -63,23 +61,31 @@ def split_stub(text: str) -> tuple[str, list[str]]:
     return code.strip("\n") + "\n", imports
 
 
-def notebook(lang: str) -> nbformat.NotebookNode:
-    """The whole kata as one notebook: per step a heading, the stub's cell and a `check()` cell."""
+def _cell(kind: str, source: str, n: int) -> dict:
+    """One nbformat 4.5 cell (with its id), written as nbformat writes it."""
+    cell: dict = {"cell_type": kind, "id": f"attn-kata-{n:02d}", "metadata": {},
+                  "source": source.splitlines(keepends=True)}
+    if kind == "code":
+        cell.update(execution_count=None, outputs=[])
+    return dict(sorted(cell.items()))
+
+
+def notebook(lang: str) -> dict:
+    """The whole kata as one notebook (nbformat 4.5, a plain dict: nbformat itself takes ~1 s to import): per step
+    a heading, the stub's cell and a `check()` cell."""
     with i18n.using(lang):
-        cells = [nbformat.v4.new_markdown_cell(f"# attention-kata\n\n{i18n._(NB_INTRO)}")]
+        cells = [("markdown", f"# attention-kata\n\n{i18n._(NB_INTRO)}")]
         imports: list[str] = []
         body = []
         for step in STEPS:
             code, needed = split_stub(stub_text(step))
             imports += [i for i in needed if i not in imports]
-            body += [nbformat.v4.new_markdown_cell(f"## {i18n.step_title(step)}"),
-                     nbformat.v4.new_code_cell(code),
-                     nbformat.v4.new_code_cell(f"check({step.id!r})")]
-    cells.append(nbformat.v4.new_code_cell("\n".join([*imports, "from grader import check"])))
-    nb = nbformat.v4.new_notebook(cells=cells + body)
-    nb.metadata.update({"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
-                        "language_info": {"name": "python"}})
-    return nb
+            body += [("markdown", f"## {i18n.step_title(step)}"), ("code", code), ("code", f"check({step.id!r})")]
+    cells.append(("code", "\n".join([*imports, "from grader import check"])))
+    return {"cells": [_cell(kind, source, n) for n, (kind, source) in enumerate(cells + body)],
+            "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+                         "language_info": {"name": "python"}},
+            "nbformat": 4, "nbformat_minor": 5}
 
 
 def readme(lang: str, with_notebook: bool) -> str:
@@ -95,7 +101,8 @@ def init(folder: str | Path, *, lang: str = "en", with_notebook: bool = False) -
         raise NotEmpty(str(ws))
     ws.mkdir(parents=True, exist_ok=True)
     if with_notebook:
-        nbformat.write(notebook(lang), str(ws / NOTEBOOK))
+        text = json.dumps(notebook(lang), ensure_ascii=False, indent=1)
+        (ws / NOTEBOOK).write_text(text + "\n", encoding="utf-8")
     else:
         for step in STEPS:
             (ws / step.file).write_text(stub_text(step), encoding="utf-8")

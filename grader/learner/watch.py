@@ -11,6 +11,8 @@ never re-grades; stdin is read by a thread, so typing `n` + Enter never blocks t
 from __future__ import annotations
 
 import ast
+import atexit
+import contextlib
 import os
 import queue
 import shutil
@@ -24,10 +26,9 @@ from typing import IO, Any
 from rich.console import Console
 
 from grader import i18n
-from grader.grading.engine import DEFAULT_TIMEOUT
 from grader.i18n import N_
 from grader.registry import BY_ID, STEPS, Step
-from grader.settings import KATA_ROOT
+from grader.settings import DEFAULT_TIMEOUT, KATA_ROOT
 
 POLL = 0.1
 WATCHED = (".py", ".ipynb")
@@ -39,20 +40,25 @@ TEXT: dict[str, str] = {  # msgids: the Chinese is in the message catalogue (gra
     "step": N_("step {n}/{total}: {title} (§{section})"),
     "edit": N_("edit {path}"),
     "keys": N_("n + Enter: next step · p: previous · h: hint · Enter: re-grade · q: quit"),
+    # a terminal: single keys, no Enter (as rustlings reads them); the line above where stdin is not a terminal
+    "keys_single": N_("n: next step not yet passed · p: previous · h: hint · r: re-grade · q: quit"),
     "graded": N_("graded in {s:.2f} s at {when}"),
     "grading": N_("grading {step}…"),
     "passed": N_("✓ {step} passed! press n + Enter for the next step ({nxt})"),
+    "passed_single": N_("✓ {step} passed! press n for the next step not yet passed ({nxt})"),
     "passed_last": N_("✓ {step} passed! that was the last step"),
     "all_done": N_("all {total} steps passed: well done!"),
     "unlocked": N_("the reference solution is unlocked: `attn-kata solution {step}`"),
     "not_yet": N_("keep going: save {path} to re-grade · stuck? h + Enter for a hint"),
+    "not_yet_single": N_("keep going: save {path} to re-grade · stuck? press h for a hint"),
+    "only_open": N_("every other step has passed: this one is the last to do"),
     "last": N_("this is the last step"),
     "first": N_("this is the first step"),
     "error": N_("the grader failed: {err}"),
     "bye": N_("bye: your progress is kept in {ws}/.attn-kata/"),
     "no_ws": N_("no workspace at {ws}/: run from the kata's folder, or pass --path"),
     "unknown": N_("unknown command {cmd!r}"),
-    "reset_ask": N_("replace {path} with the empty stub? your version is kept in {backup}"),
+    "reset_ask": N_("replace {path} with the empty stub? your version will first be copied to {backup}"),
     "reset_done": N_("{path} is the stub again (from {source})"),
     "reset_kept": N_("your version: {backup}"),
     "reset_none": N_("no stub found for {step}"),
@@ -116,6 +122,22 @@ class Watcher:
         self.stdin = stdin if stdin is not None else sys.stdin
         self.poll = poll
         self.index = STEPS.index(BY_ID[start]) if start else STEPS.index(first_open_step(self.ws))
+        self.single_keys = False  # set by run() when stdin is a terminal read key by key
+
+    def _keyed(self, key: str) -> str:
+        """The text of `key`, or its single-key wording when the learner types keys without Enter."""
+        return f"{key}_single" if self.single_keys and f"{key}_single" in TEXT else key
+
+    def next_open(self) -> int | None:
+        """The index of the next step not yet passed after the current one (from the start again past the last);
+        None when every other step has passed."""
+        from grader.learner.api import load_state
+
+        progress = load_state(self.ws).get("progress", {})
+        for i in [*range(self.index + 1, len(STEPS)), *range(self.index)]:
+            if progress.get(STEPS[i].id, {}).get("status") != "passed":
+                return i
+        return None
 
     @property
     def step(self) -> Step:
@@ -157,30 +179,34 @@ class Watcher:
             heatmap.print_failing(report, mats, c, self.lang)
         path = submission(self.ws) if submission(self.ws).suffix == ".ipynb" else self.ws / step.file
         if result.status == "passed":
-            if self.index + 1 < len(STEPS):
-                self.say("passed", "bold green", step=step.id, nxt=STEPS[self.index + 1].id)
+            nxt = self.next_open()
+            if nxt is not None:
+                self.say(self._keyed("passed"), "bold green", step=step.id, nxt=STEPS[nxt].id)
             else:
                 self.say("passed_last", "bold green", step=step.id)
             if passed == len(STEPS):
                 self.say("all_done", "bold green", total=len(STEPS))
             self.say("unlocked", "dim", step=step.id)
         else:
-            self.say("not_yet", "", path=path)
+            self.say(self._keyed("not_yet"), "", path=path)
         self.say("graded", "dim", s=elapsed, when=time.strftime("%H:%M:%S"))
-        self.say("keys", "dim")
+        self.say(self._keyed("keys"), "dim")
 
     def command(self, line: str) -> bool:
         """Act on one line typed by the learner; False to quit."""
         cmd = line.strip().lower()
         if cmd in ("q", "quit", "exit", "退出"):
             return False
-        if cmd in ("n", "next", "下一步"):
-            if self.index + 1 < len(STEPS):
-                self.index += 1
+        if cmd in ("n", "next", "下一步"):  # the next step not yet passed, as rustlings moves on
+            nxt = self.next_open()
+            if nxt is not None:
+                self.index = nxt
                 self.say("grading", "dim", step=self.step.id)
                 self.grade()
+            elif self.step.id in self._passed():
+                self.say("all_done", "bold green", total=len(STEPS))
             else:
-                self.say("last", "yellow")
+                self.say("only_open", "yellow")
         elif cmd in ("p", "prev", "previous", "上一步"):
             if self.index > 0:
                 self.index -= 1
@@ -196,8 +222,14 @@ class Watcher:
             self.grade()
         else:
             self.say("unknown", "yellow", cmd=cmd)
-            self.say("keys", "dim")
+            self.say(self._keyed("keys"), "dim")
         return True
+
+    def _passed(self) -> set[str]:
+        from grader.learner.api import load_state
+
+        progress = load_state(self.ws).get("progress", {})
+        return {k for k, v in progress.items() if isinstance(v, dict) and v.get("status") == "passed"}
 
     def _changed(self, before: dict[str, tuple[int, int, int]]) -> dict[str, tuple[int, int, int]] | None:
         now = snapshot(self.ws)
@@ -218,12 +250,22 @@ class Watcher:
         from grader.grading import engine
 
         engine.prepared(engine.resolve_secret(self.secret))  # the reference's results, once
+        fd = self._stdin_fd()
+        restore = single_keys(fd) if fd is not None else None
+        self.single_keys = restore is not None
+        try:
+            return self._run(fd)
+        finally:
+            if restore is not None:
+                restore()
+
+    def _run(self, fd: int | None) -> int:
         seen = snapshot(self.ws)
         self.grade()
         typed: queue.Queue[str] = queue.Queue()
-        fd = self._stdin_fd()
         if fd is not None:
-            threading.Thread(target=_read_lines, args=(fd, typed), daemon=True).start()
+            reader = _read_keys if self.single_keys else _read_lines
+            threading.Thread(target=reader, args=(fd, typed), daemon=True).start()
         import watchfiles
 
         stop = threading.Event()
@@ -260,6 +302,65 @@ class Watcher:
             return None if self.stdin.closed else self.stdin.fileno()
         except (AttributeError, OSError, ValueError):
             return None
+
+
+WORDS = ("下一步", "上一步", "提示", "退出")  # typed through an input method: one chunk, one command
+
+
+def single_keys(fd: int):  # type: ignore[no-untyped-def]
+    """Read the terminal on `fd` key by key, without echo (Ctrl-C still interrupts); returns the function that
+    puts it back, or None where `fd` is no terminal (a pipe, a file: lines, as before) or this system cannot."""
+    try:
+        if not os.isatty(fd):
+            return None
+        import termios
+        import tty
+    except (ImportError, OSError):  # Windows: _read_keys reads the console through msvcrt instead
+        return (lambda: None) if sys.platform == "win32" and os.isatty(fd) else None
+    try:
+        saved = termios.tcgetattr(fd)
+        tty.setcbreak(fd)
+        attrs = termios.tcgetattr(fd)
+        attrs[3] &= ~termios.ECHO
+        termios.tcsetattr(fd, termios.TCSANOW, attrs)
+    except (termios.error, OSError):
+        return None
+
+    def restore() -> None:
+        with contextlib.suppress(termios.error, OSError):
+            termios.tcsetattr(fd, termios.TCSADRAIN, saved)
+
+    atexit.register(restore)  # also when the process ends some other way
+    return restore
+
+
+def keys_of(chunk: str) -> list[str]:
+    """The commands in what one read of a key-by-key terminal returned: each key one command (Enter: re-grade),
+    a word an input method sent whole as itself, an escape sequence (an arrow key) nothing."""
+    if chunk.startswith("\x1b"):
+        return []
+    if chunk.strip() in WORDS:
+        return [chunk.strip()]
+    return ["" if ch in "\r\n" else ch for ch in chunk if ch.isprintable() or ch in "\r\n"]
+
+
+def _read_keys(fd: int, typed: queue.Queue[str]) -> None:
+    """The learner's keys, from a thread, each as it is pressed. At EOF: stop listening, keep watching."""
+    if sys.platform == "win32":
+        import msvcrt
+
+        while True:
+            for key in keys_of(msvcrt.getwch()):  # type: ignore[attr-defined]
+                typed.put(key)
+    while True:
+        try:
+            data = os.read(fd, 256)
+        except OSError:
+            return
+        if not data:
+            return
+        for key in keys_of(data.decode("utf-8", "replace")):
+            typed.put(key)
 
 
 def _read_lines(fd: int, typed: queue.Queue[str]) -> None:
