@@ -352,6 +352,76 @@ def test_exercises_are_not_started() -> None:
     assert report.score == 0
 
 
+# ---------------------------------------------------------------- "not started" is the kata's own stub only (issue 26)
+
+FLEX_MHA = '''
+import torch
+import torch.nn as nn
+from torch.nn.attention.flex_attention import flex_attention
+
+
+def causal(score, b, h, q_idx, kv_idx):
+    return torch.where(q_idx >= kv_idx, score, -float("inf"))
+
+
+class MultiHeadAttention(nn.Module):
+    """The book's FlexAttention variant: torch has no backward for it on CPU (NotImplementedError from inside)."""
+
+    def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
+        super().__init__()
+        assert d_out % num_heads == 0, "d_out must be divisible by num_heads"
+        self.num_heads, self.head_dim, self.d_out = num_heads, d_out // num_heads, d_out
+        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.out_proj = nn.Linear(d_out, d_out)
+        self.dropout = dropout
+
+    def forward(self, x):
+        b, n, _ = x.shape
+        q, k, v = (f(x).view(b, n, self.num_heads, self.head_dim).transpose(1, 2)
+                   for f in (self.W_query, self.W_key, self.W_value))
+        ctx = flex_attention(q, k, v, score_mod=causal)
+        return self.out_proj(ctx.transpose(1, 2).reshape(b, n, self.d_out))
+'''
+
+
+def test_a_library_raising_not_implemented_is_an_error_with_its_message(tmp_path: Path) -> None:
+    """Only the learner's own `raise NotImplementedError` (the kata's stub) means "not started": torch's
+    FlexAttention raising it (no backward on CPU) is an error that says torch's words."""
+    p = tmp_path / "flex.py"
+    p.write_text(FLEX_MHA, encoding="utf-8")
+    step = grade(str(p), steps=["multihead_attention"]).steps[0]
+    assert step.status != "not_started", (step.status, step.message)
+    assert step.detail == "crashed", step.detail
+    said = [c.message for c in step.checks if not c.passed]
+    assert said and any("FlexAttention does not support backward on CPU" in m for m in said), said
+    assert not any("not implemented yet" in m for m in said), said
+    # the same NotImplementedError raised by the learner's own stub is "not started", as the exercises are
+    stub = tmp_path / "stub.py"
+    own = FLEX_MHA.replace("        super().__init__()", "        raise NotImplementedError  # your code here")
+    stub.write_text(own, encoding="utf-8")
+    assert grade(str(stub), steps=["multihead_attention"]).steps[0].status == "not_started"
+
+
+def test_a_notebook_with_failing_cells_has_not_started_steps_it_never_names(tmp_path: Path) -> None:
+    """A cell that raises makes "error" (import_error) only of the steps whose names the notebook holds; a step it
+    never names is not started, and one it defines in cells that ran is graded."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells += [nbformat.v4.new_code_cell("import torch\n\ndef attention_scores(inputs, query):\n"
+                                           "    return inputs @ query\n"),
+                 nbformat.v4.new_code_cell("x = undefined_name + 1  # a cell that fails"),
+                 nbformat.v4.new_code_cell("y = 1 / 0\n\ndef context_vector(attn_weights, inputs):\n"
+                                           "    return attn_weights @ inputs\n")]
+    path = tmp_path / "partial.ipynb"
+    nbformat.write(nb, str(path))
+    steps = {s.id: (s.status, s.detail) for s in grade(str(path)).steps}
+    assert steps["dot_scores"] == ("passed", "passed"), steps["dot_scores"]
+    assert steps["context_vector"] == ("error", "import_error"), steps["context_vector"]
+    for sid in ALL_STEPS - {"dot_scores", "context_vector"}:
+        assert steps[sid] == ("not_started", "not_started"), (sid, steps[sid])
+
+
 # ---------------------------------------------------------------- the dropout average is a sound statistical test
 
 DROPOUT_CHECK = "dropout: none in eval mode, mean preserved (1/(1−p)) in training"

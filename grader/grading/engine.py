@@ -6,6 +6,7 @@ import contextlib
 import functools
 import gc
 import os
+import re
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -165,12 +166,37 @@ def _parse_response(cases: dict[str, Case], tensors: dict[str, torch.Tensor], do
         elif isinstance(entry, wire.Malformed):
             out[name] = _malformed(entry)
         else:
-            out[name] = _case_result(entry, by_case.get(name, {}))
+            out[name] = _own_stub(_case_result(entry, by_case.get(name, {})))
     return out
+
+
+# the kata's stub, `raise NotImplementedError  # your code here`, or any such raise the learner wrote themselves
+OWN_RAISE = re.compile(r"raise\s+NotImplementedError\b")
+
+
+def _own_stub(res: CaseResult) -> CaseResult:
+    """"Not started" only where the learner's own code raised NotImplementedError (the deepest line of their code is
+    the raise itself); raised from inside a library (torch's FlexAttention has no backward on CPU) it is an error,
+    said with its message."""
+    if res.status == "not_started":
+        code = str((res.where or {}).get("code", ""))
+        if not OWN_RAISE.match(code.strip()):
+            res.status = "error"
+    return res
 
 
 def _malformed(exc: wire.Malformed) -> CaseResult:
     return CaseResult("error", {}, {}, message=clean(exc.detail), exception=wire.MALFORMED)
+
+
+def _mentions(sub: ingest.Submission, unit: str | None, names: Iterable[str]) -> bool:
+    """Could the load error have stopped a step's names from being defined? A notebook runs every cell, whatever
+    the others did, so a step none of its cells names is not started (however many cells raise); one it names may
+    be what the error stopped. A module stops at its first error: every step it should define is that error."""
+    if sub.kind != "ipynb":
+        return True
+    words = re.compile(r"\b(?:" + "|".join(map(re.escape, names)) + r")\b")
+    return any(u.module == unit and words.search(u.text) for u in sub.units)
 
 
 def _load_error_text(err: dict[str, Any]) -> str:
@@ -337,7 +363,7 @@ def _collect(started: Started, *, secret: str | None, timeout: float, lang: str,
                 err = errors.get(unit) if unit else None
                 if any(n in names for n in step.names):
                     asked.append(step)
-                elif err:
+                elif err and _mentions(sub, unit, step.names):
                     col.results[step.id] = _blank(step, "error", "import_error", _load_error_text(err), lang)
                 else:
                     col.results[step.id] = _blank(step, "not_started", "not_started", _("not started"), lang)
