@@ -56,3 +56,66 @@ def test_an_import_error_with_escapes_is_shown_as_text(tmp_path: Path) -> None:
     assert "\x1b" not in shown and "\x07" not in shown
     assert "Traceback" not in shown
     assert "[/b]broken at import" in out.stdout
+
+
+# ------------------------------------------------------------------------------------ wrapping by display width
+
+def _table_text(out: str, column: int = 2) -> str:
+    """What the table's `column` holds, its lines joined and every space dropped (a wrap only adds those)."""
+    cells = [line.split("│")[column] for line in out.splitlines() if line.startswith("│") and line.count("│") >= 5]
+    return "".join("".join(cells).split())
+
+
+def test_chinese_wraps_by_display_width_at_80_and_100_columns_never_cut() -> None:
+    """Issue 25: rich cut unbroken Chinese with '…' (the 'what to do' half lost; at 80 columns a character
+    dropped mid-sentence). Every line fits the terminal, no '…' is added, and every message, check name and
+    diagnosis of the report reads whole in the table."""
+    import json
+    import os
+
+    from rich.cells import cell_len
+
+    submission = str(ROOT / "tests" / "fixtures" / "buggy" / "ca_mask_after_softmax.py")
+    env = {**os.environ, "ATTN_KATA_NO_DAEMON": "1"}
+    report = json.loads(subprocess.run([sys.executable, "-m", "grader", "--lang", "zh", "grade", submission,
+                                        "--format", "json"], capture_output=True, text=True, cwd=ROOT, env=env,
+                                       timeout=300, check=True).stdout)
+    wanted = []
+    for step in report["steps"]:
+        wanted.append(step["title"])
+        for c in step["checks"]:
+            if not c["passed"] and step["status"] in ("failed", "partial"):  # what the table lists
+                wanted += [c["name"], c["message"]]
+        wanted += [d["message"] for d in step["diagnoses"]]
+    assert any(len(w) > 40 and " " not in w[:20] for w in wanted)  # long unbroken Chinese is among them
+    for columns in (80, 100):
+        out = subprocess.run([sys.executable, "-m", "grader", "--lang", "zh", "grade", submission], capture_output=True,
+                             text=True, cwd=ROOT, env={**env, "COLUMNS": str(columns)}, timeout=300).stdout
+        table = [line for line in out.splitlines() if line[:1] in "┏┃┡│└"]
+        assert table and all(cell_len(line) == cell_len(table[0]) <= columns for line in table), columns
+        assert "…" not in out
+        joined = _table_text(out)
+        same = "（与上面的错误相同）"
+        for text in wanted:
+            assert "".join(text.split()) in joined or (same in joined and len(text) > 60), (columns, text)
+
+
+def test_fit_keeps_every_character_within_the_width() -> None:
+    import random
+
+    from rich.cells import cell_len
+    from rich.text import Text
+
+    from grader.render.terminal import fit
+
+    rng = random.Random(25)
+    alphabet = "注意力权重上下文向量，。（）：abc xyz_(2, 6) "
+    for _ in range(2000):
+        source = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 90)))
+        width = rng.randint(4, 50)
+        lines = fit(Text(source), width).plain.split("\n")
+        assert all(cell_len(line) <= width for line in lines), (source, width, lines)
+        assert "".join(lines).replace(" ", "") == source.replace(" ", "")
+    wrapped = fit(Text("  ✗ 掩码在 softmax 之后才应用：剩下的注意力权重之和不再为 1"), 20).plain.split("\n")
+    assert wrapped[0].startswith("  ✗ ") and all(line.startswith("    ") for line in wrapped[1:])  # hanging
+    assert not any(line.lstrip().startswith(("，", "：", "。")) for line in wrapped)  # no line starts with '：'

@@ -159,11 +159,13 @@ def _list_steps(workspace: str | Path | None) -> None:
 
     t = Table(show_header=True)
     for col in ("#", _("step"), _("names"), "§", _("status")):
-        t.add_column(col)
+        t.add_column(col, overflow="fold")  # wrapped by display width, never cut with '…'
+    names_width = max(len(n) for s in STEPS for n in s.names)  # the longest name whole when the terminal allows
     for s in STEPS:
         p = progress.get(s.id)
         status = f"{i18n.status(p['status'])} ({p['score']:g}/{p['max_score']:g})" if p else "—"
-        t.add_row(str(s.number), f"{s.id}\n[dim]{i18n.step_name(s)}[/dim]", ", ".join(s.names), s.section, status)
+        t.add_row(str(s.number), f"{s.id}\n[dim]{i18n.step_name(s)}[/dim]", ",\n".join(s.names)
+                  if len(", ".join(s.names)) > names_width else ", ".join(s.names), s.section, status)
     console.print(t)
     if not progress:
         console.print(_("progress appears after `attn-kata check`"))

@@ -6,6 +6,7 @@ import json
 import re
 from typing import Any
 
+from rich.cells import cell_len
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -13,7 +14,7 @@ from rich.text import Text
 from grader import i18n
 from grader.grading.report import Report
 from grader.i18n import _
-from grader.render.terminal import plain, text
+from grader.render.terminal import fit, plain, text
 
 STATUS_STYLE = {"passed": "green", "partial": "yellow", "failed": "red", "not_started": "dim", "error": "magenta"}
 
@@ -31,11 +32,19 @@ def _table(report: Report, console: Console, lang: str, verbose: bool) -> None:
     head = _("step")
     t = Table(title=text(f"{report.submission}: {report.score:g} / {report.max_score:g}"), title_justify="left",
               show_lines=False, expand=False)
-    t.add_column("#", justify="right")
-    t.add_column(head)
-    t.add_column(_("status"))
-    t.add_column(_("score"), justify="right")
     from grader.registry import BY_ID
+
+    # the step column gets what the others leave (4 columns: 5 borders, 1 cell of padding each side), and its text
+    # is wrapped to it here by display width: rich would cut an unbroken Chinese sentence with '…'
+    statuses = [i18n.status(s.status) for s in report.steps]
+    scores = [f"{s.score:g}/{s.max_score:g}" for s in report.steps]
+    others = [max([1, *(len(str(BY_ID[s.id].number)) for s in report.steps)]),
+              max(cell_len(x) for x in [_("status"), *statuses]), max(cell_len(x) for x in [_("score"), *scores])]
+    width = max(console.width - sum(others) - 4 * 2 - 5, 12)
+    t.add_column("#", justify="right")
+    t.add_column(head, overflow="fold")
+    t.add_column(_("status"), overflow="fold")
+    t.add_column(_("score"), justify="right")
 
     # one problem for the whole submission (unreadable, a syntax error...): said once, under the table
     messages = {s.message for s in report.steps}
@@ -43,13 +52,13 @@ def _table(report: Report, console: Console, lang: str, verbose: bool) -> None:
         s.status == "error" for s in report.steps) else ""
     for s in report.steps:
         status = i18n.status(s.status)
-        t.add_row(str(BY_ID[s.id].number), Text(s.id).append(f"\n{s.title}", style="dim") if verbose else s.id,
-                  Text(status, style=STATUS_STYLE.get(s.status, "")), f"{s.score:g}/{s.max_score:g}")
+        t.add_row(str(BY_ID[s.id].number), fit(Text(s.id).append(f"\n{s.title}", style="dim"), width) if verbose
+                  else s.id, Text(status, style=STATUS_STYLE.get(s.status, "")), f"{s.score:g}/{s.max_score:g}")
         if not verbose or s.status in ("passed", "not_started"):
             continue
         if s.status == "error" and s.message:
             if not shared:
-                t.add_row("", text(f"  ! {s.message}", style="magenta", newlines=True), "", "")
+                t.add_row("", fit(text(f"  ! {s.message}", style="magenta", newlines=True), width), "", "")
             continue
         said: set[str] = set()  # one error met by every case (its sizes aside) reads once, then "the same"
         for c in s.checks:
@@ -60,10 +69,10 @@ def _table(report: Report, console: Console, lang: str, verbose: bool) -> None:
                 message = _("(the same error as above)") if kind in said and len(kind) > 60 else c.message
                 said.add(kind)
                 line.append(f"\n    {plain(message, newlines=True)}")
-                t.add_row("", line, "", "")
+                t.add_row("", fit(line, width), "", "")
         for d in getattr(s, "diagnoses", None) or []:
             label = _("diagnosis: ")
-            t.add_row("", text(f"  ⚑ {label}{d.get('message', '')}", style="cyan", newlines=True), "", "")
+            t.add_row("", fit(text(f"  ⚑ {label}{d.get('message', '')}", style="cyan", newlines=True), width), "", "")
     console.print(t)
     if shared:
         console.print(text(f"! {shared}", style="magenta", newlines=True))

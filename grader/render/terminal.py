@@ -28,3 +28,93 @@ def plain(value: object, *, newlines: bool = False) -> str:
 def text(value: object, style: str = "", *, newlines: bool = False) -> Text:
     """A rich Text (never parsed as markup) of `plain(value)`."""
     return Text(plain(value, newlines=newlines), style=style)
+
+
+# a line may not start with these (closing punctuation), nor end with these (opening): kept with their neighbour
+NO_BREAK_BEFORE = set("，。、：；！？）》」』】〕〉”’,.:;!?)]}…·%")
+NO_BREAK_AFTER = set("（《「『【〔〈“‘([{")
+
+
+def _wide(ch: str) -> bool:
+    return unicodedata.east_asian_width(ch) in ("W", "F")
+
+
+def _units(line: str) -> list[tuple[int, int]]:
+    """(start, end) of the pieces a line may be broken between: a run of spaces, a word of narrow characters, or
+    one wide (CJK) character, which may be broken before or after as Chinese is; punctuation stays with its
+    neighbour (no line starts with '，' or ends with '（')."""
+    units: list[tuple[int, int]] = []
+    i = 0
+    while i < len(line):
+        j = i + 1
+        if line[i] == " ":
+            while j < len(line) and line[j] == " ":
+                j += 1
+        elif not _wide(line[i]):
+            while j < len(line) and line[j] != " " and not _wide(line[j]):
+                j += 1
+        units.append((i, j))
+        i = j
+    merged: list[tuple[int, int]] = []
+    for start, end in units:
+        glue = merged and line[start] != " " and line[merged[-1][1] - 1] != " " and (
+            line[start] in NO_BREAK_BEFORE or line[merged[-1][1] - 1] in NO_BREAK_AFTER)
+        if glue:
+            merged[-1] = (merged[-1][0], end)
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def break_points(line: str, width: int, hang: int = 0) -> list[int]:
+    """Offsets where `line` breaks so that each piece fits `width` terminal cells (wide characters count two),
+    continuation lines starting `hang` cells in; a piece wider than a whole line is cut by cells (never dropped)."""
+    from rich.cells import cell_len
+
+    breaks: list[int] = []
+    col = 0
+    room = max(width - hang, 1)
+    for start, end in _units(line):
+        piece = line[start:end]
+        if piece.startswith(" "):
+            col += len(piece)
+            continue
+        w = cell_len(piece)
+        if col + w <= width:
+            col += w
+            continue
+        if w <= room:  # on the next line
+            breaks.append(start)
+            col = hang + w
+            continue
+        for k in range(start, end):  # wider than a whole line: cut by cells, from where this line is
+            cw = cell_len(line[k])
+            if col + cw > width:
+                breaks.append(k)
+                col = hang
+            col += cw
+    return [b for b in breaks if 0 < b < len(line)]
+
+
+def fit(value: Text, width: int) -> Text:
+    """`value` wrapped to `width` cells by display width, CJK included (rich breaks only at spaces and cuts an
+    unbroken Chinese sentence with '…'): every line of it kept whole, continuation lines indented under the text
+    (past a leading '✗ ', '! ' or '⚑ ' mark)."""
+    out = Text(style=value.style, end=value.end)
+    lines = value.split("\n", allow_blank=True)
+    for n, line in enumerate(lines):
+        raw = line.plain
+        lead = len(raw) - len(raw.lstrip(" "))
+        hang = lead + (2 if raw[lead:lead + 2] in ("✗ ", "! ", "⚑ ") else 0)
+        hang = hang if hang < width // 2 else 0
+        pieces = line.divide(break_points(raw, width, hang))
+        for k, piece in enumerate(pieces):
+            piece.rstrip()
+            if k:
+                out.append("\n" + " " * hang)
+                start = len(piece.plain) - len(piece.plain.lstrip(" "))
+                piece = piece[start:]
+            out.append_text(piece)
+        if n + 1 < len(lines):
+            out.append("\n")
+    return out
