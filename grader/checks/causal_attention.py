@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import torch
 
-from grader.checks import Case, Gen, Outcome, book_inputs, cases, check, expect
+from grader.checks import JOURNEY, Case, Gen, Outcome, cases, check, expect
 from grader.checks.common import (
     DROPOUT_COPIES,
     QKV_BIAS_CHECK,
     book,
+    book_linears,
     dropout_mean_close,
     grads_match,
     linear_shapes,
@@ -66,7 +67,7 @@ def _cases(g: Gen) -> dict[str, Case]:
     c["dropout"] = drop
     c |= _placement(g)
     c["book"] = book(CLS, g, {"d_in": 3, "d_out": 2, "context_length": 6, "dropout": 0.0}, 123,
-                     torch.stack((book_inputs(), book_inputs()), dim=0))  # (2, 6, 3)
+                     torch.stack((JOURNEY, JOURNEY), dim=0), book_linears(3, 2))  # (2, 6, 3)
     return c | qkv_bias_cases(g, CLS, c["fwd"], "", 1)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from math import prod
 from typing import Any
 
@@ -93,8 +94,40 @@ def moves_with_the_module(r: Outcome, plain: str, moved: str, dims: tuple[str, .
                      ) from None
 
 
-def book(cls: str, g: Gen, ctor: dict[str, Any], seed: int, x: torch.Tensor) -> Case:
-    return Case("book_example", {"x": x}, {"cls": cls, "ctor": ctor, "seed": seed}, seed=g.seed())
+def book(cls: str, g: Gen, ctor: dict[str, Any], seed: int, x: torch.Tensor,
+         layers: list[tuple[str, tuple[int, ...], str]] | None = None) -> Case:
+    """The chapter's printed example: built under torch.manual_seed(seed), then given the initial weights the book's
+    own layers draw under that seed (`layers`, see `book_weights`), loaded by role like every module case's: a module
+    that creates its parameters in another order, or draws them its own way (the bonus einsum variant), computes
+    the printed values when its computation is right."""
+    inputs = {"x": x, **(book_weights(seed, layers) if layers else {})}
+    return Case("book_example", inputs, {"cls": cls, "ctor": ctor, "seed": seed}, seed=g.seed())
+
+
+def book_weights(seed: int, layers: list[tuple[str, tuple[int, ...], str]]) -> dict[str, torch.Tensor]:
+    """What the book's layers draw under torch.manual_seed(seed), in the book's order, from a private generator
+    (the same stream): `(name, shape, kind)`, kind "rand" for nn.Parameter(torch.rand(*shape)) (SelfAttention_v1),
+    "linear" for nn.Linear's weight (shape (d_out, d_in); kaiming_uniform_ with a = √5), "linear_bias" for its weight
+    and then its bias. Public values (the book prints what they give), never a reference output."""
+    gen = torch.Generator().manual_seed(seed)
+    out: dict[str, torch.Tensor] = {}
+    for name, shape, kind in layers:
+        if kind == "rand":
+            out[f"w.{name}"] = torch.rand(*shape, generator=gen)
+            continue
+        fan_in = shape[1]
+        bound = math.sqrt(3.0) * (math.sqrt(2.0 / (1 + 5)) / math.sqrt(fan_in))  # torch.nn.init.kaiming_uniform_
+        out[f"w.{name}.weight"] = torch.empty(*shape).uniform_(-bound, bound, generator=gen)
+        if kind == "linear_bias":
+            b = 1 / math.sqrt(fan_in)  # nn.Linear.reset_parameters
+            out[f"w.{name}.bias"] = torch.empty(shape[0]).uniform_(-b, b, generator=gen)
+    return out
+
+
+def book_linears(d_in: int, d_out: int, out_proj: bool = False) -> list[tuple[str, tuple[int, ...], str]]:
+    """The book's W_query, W_key, W_value (nn.Linear, qkv_bias=False), then out_proj (with its bias) if asked."""
+    layers = [(name, (d_out, d_in), "linear") for name in ("W_query", "W_key", "W_value")]
+    return layers + ([("out_proj", (d_out, d_out), "linear_bias")] if out_proj else [])
 
 
 def grads_match(r: Outcome, case: str, what: str) -> None:

@@ -4,9 +4,18 @@ from __future__ import annotations
 
 import torch
 
-from grader.checks import Case, Gen, Outcome, book_inputs, cases, check, describe_failure, expect
+from grader.checks import JOURNEY, Case, Gen, Outcome, cases, check, describe_failure, expect
 from grader.checks.causal_attention import PLACE_COPIES, PLACE_P, PLACE_TOKENS, placed_on_the_weights, qkv_bias_cases
-from grader.checks.common import QKV_BIAS_CHECK, book, grads_match, linear_shapes, module, no_future, qkv_bias_added
+from grader.checks.common import (
+    QKV_BIAS_CHECK,
+    book,
+    book_linears,
+    grads_match,
+    linear_shapes,
+    module,
+    no_future,
+    qkv_bias_added,
+)
 from grader.i18n import N_, _
 
 STEP = "multihead_attention"
@@ -41,7 +50,7 @@ def _cases(g: Gen) -> dict[str, Case]:
         "one": module(CLS, g, {**ctor, "num_heads": 1}, _shapes(d_in, d_out), x),
         "indivisible": Case("construct", {}, {"cls": CLS, "ctor": {**ctor, "d_out": heads * 2 + 1}}, g.seed()),
         "book": book(CLS, g, {"d_in": 3, "d_out": 2, "context_length": 6, "dropout": 0.0, "num_heads": 2}, 123,
-                     torch.stack((book_inputs(), book_inputs()), dim=0)),
+                     torch.stack((JOURNEY, JOURNEY), dim=0), book_linears(3, 2, out_proj=True)),
         # structure from the constructor alone, so a forward that crashes does not hide a right structure
         "structure": Case("construct", {}, {"cls": CLS, "ctor": ctor}, g.seed()),
         # with the grader's weights (none loaded): which parameters play W_query, ..., out_proj

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from grader.checks import Case, Gen, Outcome, book_inputs, cases, check, expect
+from grader.checks import JOURNEY, Case, Gen, Outcome, cases, check, expect
 from grader.checks.common import book, grads_match, module
 from grader.i18n import N_, _
 
@@ -26,7 +26,8 @@ def _cases(g: Gen) -> dict[str, Case]:
         "fwd": module(CLS, g, ctor, shapes, g.randn(n, d_in), grad_out=(n, d_out)),
         "single": module(CLS, g, ctor, shapes, g.randn(1, d_in), structure=True),
         "wide": module(CLS, g, {"d_in": d_in, "d_out": 16}, {m: (d_in, 16) for m in shapes}, g.randn(n, d_in)),
-        "book": book(CLS, g, {"d_in": 3, "d_out": 2}, 123, book_inputs()),
+        "book": book(CLS, g, {"d_in": 3, "d_out": 2}, 123, JOURNEY,
+                     [(m, (3, 2), "rand") for m in ("W_query", "W_key", "W_value")]),
     }
 
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from grader.checks import Case, Gen, Outcome, book_inputs, cases, check, expect
-from grader.checks.common import book, grads_match, linear_shapes, module
+from grader.checks import JOURNEY, Case, Gen, Outcome, cases, check, expect
+from grader.checks.common import book, book_linears, grads_match, linear_shapes, module
 from grader.i18n import N_, _
 
 STEP = "self_attention_v2"
@@ -26,7 +26,7 @@ def _cases(g: Gen) -> dict[str, Case]:
         "bias": module(CLS, g, {**ctor, "qkv_bias": True}, linear_shapes("", d_in, d_out, bias=True),
                        g.randn(n, d_in), grad_out=(n, d_out)),
         "single": module(CLS, g, ctor, linear_shapes("", d_in, d_out), g.randn(1, d_in), structure=True),
-        "book": book(CLS, g, {"d_in": 3, "d_out": 2}, 789, book_inputs()),
+        "book": book(CLS, g, {"d_in": 3, "d_out": 2}, 789, JOURNEY, book_linears(3, 2)),
     }
 
 

@@ -28,7 +28,11 @@ def first(step: str, names: list[str], verdicts: list[tuple[bool, str]], cases: 
           lang: str) -> list[tuple[bool, str]]:
     """`verdicts` (passed, message) of the checks `names` (msgids, in order), with a structural cause said once."""
     with using(lang):
-        causes = {r.text() for r in cases.values() if r.status == "wrong_type"}
+        # one cause, however many sizes it is said at (the book's example names its own shapes): by template
+        kinds: dict[str, set[str]] = {}
+        for r in cases.values():
+            if r.status == "wrong_type":
+                kinds.setdefault(r.msgid or r.text(), set()).add(r.text())
         no_work = _(NOT_YET)
         _finding, _sep, after = _(NOT_YET_AFTER).partition("{finding}")
 
@@ -36,16 +40,16 @@ def first(step: str, names: list[str], verdicts: list[tuple[bool, str]], cases: 
         """Failed only because no output could be compared: what a fact says waits for a right output."""
         return msg == no_work or msg.endswith(after)
 
-    repeated = [m for m in causes if sum(not ok and msg == m for ok, msg in verdicts) >= 2]
+    repeated = [texts for texts in kinds.values() if sum(not ok and msg in texts for ok, msg in verdicts) >= 2]
     if not repeated:
         return verdicts
     preferred = structure_check(step)
     order = sorted(range(len(names)), key=lambda i: names[i] != preferred)  # the structure check first
     out = list(verdicts)
-    for cause in repeated:
-        home = next(i for i in order if not verdicts[i][0] and verdicts[i][1] == cause)
+    for texts in repeated:
+        home = next(i for i in order if not verdicts[i][0] and verdicts[i][1] in texts)
         skipped = translate(lang, SKIPPED).format(check=translate(lang, names[home]))
         for i, (ok, msg) in enumerate(verdicts):
-            if i != home and not ok and (msg == cause or consequence(msg)):
+            if i != home and not ok and (msg in texts or consequence(msg)):
                 out[i] = (False, skipped)
     return out

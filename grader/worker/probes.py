@@ -285,8 +285,10 @@ def construct(ns: Mapping[str, Any], inputs: Mapping[str, torch.Tensor], *, cls:
 @probe
 def book_example(ns: Mapping[str, Any], inputs: Mapping[str, torch.Tensor], *, cls: str, ctor: dict[str, Any],
                  seed: int) -> Outputs:
-    """The chapter's printed example: torch.manual_seed(seed), build, forward the chapter's inputs."""
+    """The chapter's printed example: torch.manual_seed(seed), build, forward the chapter's inputs; with the initial
+    weights the book's own layers draw under that seed (inputs `w.<name>`) loaded by role, where the case has them."""
     m = _build(ns, cls, ctor, seed)
+    _load_weights(m, {k[2:]: v for k, v in inputs.items() if k.startswith("w.")})
     m.eval()
     return {"out": _tensor(m(inputs["x"].clone()), f"{cls}.forward()")}
 
