@@ -367,10 +367,10 @@ def _grade_in_pool(chunks: list[list[tuple[int, str]]], jobs: int, settings: dic
 
 def run_batch(*, directory: str | Path, out: str | Path, jobs: int | None = None, resume: bool = False,
               secret: str | None = None, timeout: float | None = None, lang: str = "en",
-              progress: Callable[[int], Any] | None = None, start: Callable[[int, int], Any] | None = None,
+              progress: Callable[[int], Any] | None = None, start: Callable[[int, int, int], Any] | None = None,
               allow_weak_sandbox: bool = False, steps: list[str] | None = None) -> BatchResult:
-    """Grade every submission in `directory` into `out` (only `steps`, when given). `start(total, already_done)`
-    and `progress(n_done_now)` let a caller draw a progress bar."""
+    """Grade every submission in `directory` into `out` (only `steps`, when given). `start(total, not_to_grade,
+    from_the_index)` and `progress(n_done_now)` let a caller draw a progress bar and say whether it resumes."""
     t0 = time.monotonic()
     directory, out = Path(directory), Path(out)
     if not directory.is_dir():
@@ -390,9 +390,13 @@ def run_batch(*, directory: str | Path, out: str | Path, jobs: int | None = None
         try:
             if not resume:
                 index.clear()
-            groups = pending(entries, index.keys())
+            indexed = index.keys()
+            groups = pending(entries, indexed)
+            # from the index: results of an earlier run (only with --resume: a fresh run cleared it), never the
+            # uploads that cannot be graded, which a fresh run skips too
+            reused = sum(1 for e in entries if e.key and e.key in indexed)
             if start:
-                start(len(entries), len(entries) - sum(len(g) for g in groups))
+                start(len(entries), len(entries) - sum(len(g) for g in groups), reused)
             written: set[str] = set()  # the reports grade_groups wrote as they came: final_records need not again
             failures = grade_groups(groups, index, out, version, shash, jobs=jobs, secret=secret, timeout=timeout,
                                     lang=lang, progress=progress, allow_weak_sandbox=allow_weak_sandbox,
@@ -405,7 +409,7 @@ def run_batch(*, directory: str | Path, out: str | Path, jobs: int | None = None
         shutil.rmtree(staging, ignore_errors=True)  # OUT holds nothing but results
     summary = write_outputs(entries, reports, out, steps)
     not_graded = {e.student: e.rejected for e in entries if reports.get(e.slug) is None}
-    return BatchResult(len(entries), len(groups), len(entries) - sum(len(g) for g in groups), len(entries),
+    return BatchResult(len(entries), len(groups), reused, len(entries),
                        not_graded, time.monotonic() - t0, summary, out,
                        {e.student: e.status for e in entries if e.status != GRADED})
 
@@ -515,7 +519,7 @@ def final_records(entries: list[Entry], index: Index, out: Path, failures: dict[
         rep = index.get(e.key) if e.key else None
         if rep is not None:
             rep = _labelled(e, rep) if e.slug in written else _write_report(out, e, rep)
-            e.status = OVER_BUDGET if over_budget(rep, lang) else GRADED
+            e.status = OVER_BUDGET if over_budget(rep, lang) or hung_at_import(rep, lang) else GRADED
             reports[e.slug] = rep
             write_atomic(out / "feedback" / f"{e.slug}.txt", feedback_text(e.student, rep, lang=lang))
         else:
@@ -532,6 +536,15 @@ def over_budget(report: dict[str, Any], lang: str) -> bool:
         marks = [_(m).split("{budget")[0] for m in BUDGET_MESSAGES]
     return any(s.get("detail") == "timeout" and str(s.get("message", "")).startswith(tuple(marks))
                for s in report["steps"])
+
+
+def hung_at_import(report: dict[str, Any], lang: str) -> bool:
+    """Did importing the submission never answer (every step a time-out of the import)? It used up its time as a
+    submission over its budget does, and is scored on what finished: nothing."""
+    with i18n.using(lang):
+        mark = _("importing the submission failed: {detail}").split("{detail")[0]
+    return bool(report["steps"]) and all(s.get("detail") == "timeout" and str(s.get("message", "")).startswith(mark)
+                                         for s in report["steps"])
 
 
 BUDGET_MESSAGES = (N_("not finished: this submission used up its time budget ({budget:g} s for all steps)"),

@@ -43,12 +43,15 @@ def batch(*, directory: str | Path, out: str | Path, jobs: int | None = None, re
                        TextColumn(left), TimeRemainingColumn(), console=console, transient=False)
         state: dict = {}
 
-        def start(total: int, done: int) -> None:
+        def start(total: int, done: int, reused: int) -> None:
             state["task"] = bar.add_task(grading, total=max(total - done, 0) or None)
-            if done:
-                with i18n.using(lang):
-                    console.print(_("resuming: {done} of {total} already graded").format(done=done, total=total),
+            with i18n.using(lang):
+                if reused:  # --resume, and the index held results: only then is it a resumption
+                    console.print(_("resuming: {done} of {total} already graded").format(done=reused, total=total),
                                   markup=False)
+                elif not resume:
+                    console.print(_("a fresh run: {todo} of {total} submissions to grade").format(
+                        todo=total - done, total=total), markup=False)
 
         def progress(n: int) -> None:
             bar.advance(state["task"], n)

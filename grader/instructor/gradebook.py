@@ -99,14 +99,27 @@ def gradebook_csv(entries: list[Entry], reports: dict[str, dict[str, Any] | None
         r = reports.get(e.slug)
         if r is not None:
             by = {s["id"]: s["score"] for s in r["steps"]}
+            status = e.status or "graded"
             row = [e.student, e.source, *[_num(by.get(s.id, 0)) for s in columns], _num(r["score"]),
-                   _num(r["max_score"]), e.status or "graded", ""]
+                   _num(r["max_score"]), status, "" if status == "graded" else report_reason(r)]
         else:  # not graded: 0 where the upload is at fault (empty, unreadable, ...), no total where the grader is
             status = e.status or "error"
             row = [e.student, e.source, *["" for _ in columns], "" if status == "error" else 0,
                    _num(max_total) if max_total != "" else "", status, e.rejected]
         w.writerow([csv_cell(c) for c in row])
     return buf.getvalue()
+
+
+def report_reason(report: dict[str, Any]) -> str:
+    """Why a graded report's status is not plain `graded` (over_budget: its time ran out, in its steps or at
+    import): the message of the last step that timed out (the budget's own, which the steps after the one that used
+    it up carry), else of the last that failed to run."""
+    steps = report.get("steps") or []
+    for want in ("timeout", None):
+        for s in reversed(steps):
+            if s.get("status") == "error" and s.get("message") and want in (None, s.get("detail")):
+                return str(s["message"])
+    return ""
 
 
 def _num(x: float) -> Any:
