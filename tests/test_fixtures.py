@@ -389,6 +389,15 @@ def test_the_book_example_is_the_printed_one(step: str) -> None:
     assert torch.allclose(rows, torch.tensor(PRINTED[step]), atol=5e-5), rows
 
 
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_answers_far_too_large_name_the_shapes(lang: str) -> None:
+    """Exercise 3.3 built with the wrapper (12 heads of 768 concatenated): the answers are let go on arrival, and the
+    learner reads the shape that made them so, not only how many numbers they held (issue 26)."""
+    step = graded(str(BUGGY / "g2_wrapper.py"), lang=lang).steps[-1]
+    assert step.id == "gpt2_size" and step.detail == "wrong_type"
+    assert "9216)" in step.message and "768)" in step.message, step.message
+
+
 # ---------------------------------------------------------------- "not started" is the kata's own stub only (issue 26)
 
 FLEX_MHA = '''

@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from grader import checks, i18n
-from grader.checks import Case, CaseResult, Outcome, structure
+from grader.checks import Case, CaseResult, Outcome, expect, structure
 from grader.grading import diagnose, flags, ingest, static
 from grader.grading.report import CheckResult, Report, StepResult, clean
 from grader.grading.runner import run_jobs
@@ -385,7 +385,8 @@ def _collect(started: Started, *, secret: str | None, timeout: float, lang: str,
                     break
                 _note_dropped(col, doc)
                 if oversized := _oversized(tensors, refs[step.id]):
-                    tensors, doc = {}, _oversized_answer(plans[step.id], *oversized)  # let go of them now
+                    shapes = _first_shapes(tensors, refs[step.id])
+                    tensors, doc = {}, _oversized_answer(plans[step.id], *oversized, shapes)  # let go of them now
                 cases = _parse_response(plans[step.id], tensors, doc)
                 if all(r.status == "not_started" for r in cases.values()):
                     col.results[step.id] = _blank(step, "not_started", "not_implemented",
@@ -412,10 +413,26 @@ def _oversized(tensors: dict[str, torch.Tensor], refs: dict[str, CaseResult]) ->
     return (got, want) if got > max(KEPT_FACTOR * want, MIN_KEPT) else None
 
 
-def _oversized_answer(cases: dict[str, Case], got: int, want: int) -> dict[str, Any]:
-    """The answer put in the place of one too large to keep: every case a wrong type that says why."""
-    message = _("the answers hold {got:,} numbers, far more than this step's {want:,}: does a function return "
-                "the wrong tensor?").format(got=got, want=want)
+def _first_shapes(tensors: dict[str, torch.Tensor], refs: dict[str, CaseResult]) -> tuple[str, str] | None:
+    """(the learner's shape, the reference's) of the first output whose shapes differ, as the learner reads them."""
+    for name, t in tensors.items():
+        case, _sep, key = name.partition("/")
+        want = refs[case].tensors.get(key) if case in refs else None
+        if isinstance(t, torch.Tensor) and isinstance(want, torch.Tensor) and t.shape != want.shape:
+            return expect.fmt_shape(t.shape), expect.fmt_shape(want.shape)
+    return None
+
+
+def _oversized_answer(cases: dict[str, Case], got: int, want: int,
+                      shapes: tuple[str, str] | None = None) -> dict[str, Any]:
+    """The answer put in the place of one too large to keep: every case a wrong type that says why, with the first
+    output's shape against the reference's where they differ (exercise 3.3 built with the wrapper: 12 × 768)."""
+    if shapes:
+        message = _("the answers hold {got:,} numbers, far more than this step's {want:,}: an output has shape "
+                    "{shape}, expected {expected}").format(got=got, want=want, shape=shapes[0], expected=shapes[1])
+    else:
+        message = _("the answers hold {got:,} numbers, far more than this step's {want:,}: does a function return "
+                    "the wrong tensor?").format(got=got, want=want)
     return {"cases": {name: {"status": "wrong_type", "message": message} for name in cases}}
 
 
