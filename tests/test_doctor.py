@@ -53,7 +53,8 @@ def test_every_claimed_layer_is_verified_by_an_attack(rows: list[tuple[str, bool
     # what Landlock does not mediate, whatever the uid: only the seccomp filter refuses it
     # and, where no PID namespace hides the grader (a grader that is not root), its limits and scheduling
     (["seccomp"], {"no grader socket is reachable", *SECCOMP_ROWS, *([] if os.geteuid() == 0 else [PROCESSES])}),
-    (["tmpfs"], {"disk use capped (private tmpfs)"}),
+    # a worker without a tmpfs writes no file at all (Landlock): both must be off for the disk to fill
+    (["tmpfs", "landlock"], {"disk use capped (private tmpfs, or no file writes)", "kata files unreadable (Landlock)"}),
     # and seccomp off: it refuses System V and POSIX IPC too (all a grader that is not root has)
     (["ipc", "seccomp"], {"nothing shared with other workers (IPC namespace, no keyrings)"}),
     # and uid 0 kept: a nobody worker's RLIMIT_NPROC caps its processes as well (and a non-root grader's worker,

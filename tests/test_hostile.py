@@ -443,7 +443,7 @@ def _temp_worker_dirs() -> set[str]:
 
 # what needs a layer that a set-up lacks by design (tests/conftest.py): never run there (the disk filler would write
 # 16 GB to the shared disk of a grader that is not root, which mounts its workers no tmpfs)
-NEEDS = {"disk_filler": "disk use capped (private tmpfs)"}
+NEEDS = {"disk_filler": "disk use capped (private tmpfs, or no file writes)"}
 
 
 @pytest.fixture(scope="module")

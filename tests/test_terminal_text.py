@@ -119,3 +119,56 @@ def test_fit_keeps_every_character_within_the_width() -> None:
     wrapped = fit(Text("  ✗ 掩码在 softmax 之后才应用：剩下的注意力权重之和不再为 1"), 20).plain.split("\n")
     assert wrapped[0].startswith("  ✗ ") and all(line.startswith("    ") for line in wrapped[1:])  # hanging
     assert not any(line.lstrip().startswith(("，", "：", "。")) for line in wrapped)  # no line starts with '：'
+
+
+# ------------------------------------------------------------------------------------ messages that never mislead
+
+def _rendered(report, width: int = 200) -> str:  # type: ignore[no-untyped-def]
+    from rich.console import Console
+
+    from grader.render import reporters
+
+    console = Console(width=width, force_terminal=False, color_system=None)
+    with console.capture() as captured:
+        reporters.table(report, console, lang="en")
+    return captured.get()
+
+
+def test_the_same_error_as_above_stands_only_under_that_error() -> None:
+    """Issue 25: "(the same error as above)" stood under a line that was no error (a wrong value between two
+    reports of the same exception)."""
+    from grader.grading.report import CheckResult, Report, StepResult
+
+    raised = "your code raised RuntimeError in dot_scores.py, line 3: `return inputs.T @ query`: size mismatch, m1: " \
+             "[3 x 6], m2: [6 x {n}]"
+    wrong = "attention scores: values differ at index [0]: got 0.1, expected 0.9 (6 of 6 entries differ, max abs " \
+            "diff 0.8)"
+    checks = [CheckResult("a", 0, 1, False, raised.format(n=1)), CheckResult("b", 0, 1, False, wrong),
+              CheckResult("c", 0, 1, False, raised.format(n=2)), CheckResult("d", 0, 1, False, raised.format(n=3)),
+              CheckResult("e", 0, 1, False, wrong), CheckResult("f", 0, 1, False, wrong)]
+    out = _rendered(Report("x.py", [StepResult("dot_scores", "Step 1", 0, 6, "failed", checks)]))
+    lines = [line.strip(" │") for line in out.splitlines()]
+    same = [i for i, line in enumerate(lines) if "(the same error as above)" in line]
+    assert len(same) == 1, out  # d, right under c (the same exception); never c (under b) nor f (no exception)
+    assert "✗ d" in lines[same[0] - 1] and "RuntimeError" in lines[same[0] - 2]
+    assert out.count("RuntimeError") == 2 and out.count("values differ") == 3
+
+
+def test_heatmaps_show_no_internal_case_tag() -> None:
+    """Issue 25: `[w2d]`, `[eval]` (the grader's case ids) stood beside each heatmap's title."""
+    import torch
+    from rich.console import Console
+
+    from grader.grading.report import Report, StepResult
+    from grader.render import heatmap, html_report
+
+    for step, pairs in heatmap.WEIGHT_CASES.items():
+        for case, label in pairs:
+            mat = heatmap.Matrix(step, case, label, torch.eye(3), torch.ones(3, 3) / 3)
+            console = Console(width=120, force_terminal=False, color_system=None)
+            with console.capture() as captured:
+                console.print(heatmap.terminal(mat, "en"))
+            shown = captured.get()
+            assert label in shown and f"[{case}]" not in shown, shown
+            page = html_report.render(Report("x.py", [StepResult(step, "t", 0, 1, "failed")]), {step: [mat]})
+            assert label in page and f"[{case}]" not in page

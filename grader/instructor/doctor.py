@@ -419,7 +419,7 @@ LAYERS = (
     Layer("no grader socket is reachable", ("seccomp_no_sockets",),
           "use an inherited socket; connect to a grader's Unix socket by path and in the abstract namespace, with a "
           "socket from socket(2) and one from io_uring; re-connect one end of a datagram socketpair", True),
-    Layer("disk use capped (private tmpfs)", ("private_tmpfs",),
+    Layer("disk use capped (private tmpfs, or no file writes)", ("private_tmpfs", "landlock_no_file_writes"),
           "write 100 files of 1 MiB (each under the file-size limit)", True),
     Layer("nothing shared with other workers (IPC namespace, no keyrings)", ("ipc_namespace", "seccomp_no_ipc"),
           "create System V shared memory and a key in the user keyring", True),

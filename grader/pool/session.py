@@ -25,7 +25,7 @@ REQUIRED_LAYERS: dict[str, tuple[str, ...]] = {
     "no capabilities": ("no_capabilities", "unprivileged_user"),
     "cannot signal other processes": ("pid_namespace", "landlock_signal_scope", "unprivileged_user"),
     "no new sockets (seccomp)": ("seccomp_no_sockets",),
-    "disk use capped (private tmpfs)": ("private_tmpfs",),
+    "disk use capped (private tmpfs, or no file writes)": ("private_tmpfs", "landlock_no_file_writes"),
     # where a grader is not root there is no IPC namespace: seccomp refuses every System V and POSIX IPC call
     "nothing shared between workers (IPC namespace)": ("ipc_namespace", "seccomp_no_ipc"),
     # chmod, chown and utime need no capability of a file's owner, and Landlock does not cover them: a worker
@@ -50,15 +50,16 @@ REQUIRED_LAYERS: dict[str, tuple[str, ...]] = {
 CONTEXTS = ("host", "container")
 NOT_NEEDED_IN: dict[str, set[str]] = {
     "host": set(),
-    "container": {"disk use capped (private tmpfs)", "nothing shared between workers (IPC namespace)"},
+    "container": {"disk use capped (private tmpfs, or no file writes)",
+                  "nothing shared between workers (IPC namespace)"},
 }
 # what to do about each need, for the refusal
 FIXES: dict[str, str] = {
     "kata files and /proc unreadable (Landlock)": "Linux 5.13+ with Landlock enabled (lsm=landlock); in Docker, "
     "version 23 or later (older seccomp profiles block Landlock's calls)",
     "no new sockets (seccomp)": "a kernel with seccomp filters (CONFIG_SECCOMP_FILTER)",
-    "disk use capped (private tmpfs)": "run the batch as root (the worker then drops to an unprivileged uid), "
-    "or grade each submission in a container of its own",
+    "disk use capped (private tmpfs, or no file writes)": "run the batch as root (each worker gets a tmpfs of its "
+    "own), or Landlock (Linux 5.13+; its workers then write no file), or grade each submission in a container",
     "nothing shared between workers (IPC namespace)": "run the batch as root, or a kernel with seccomp filters "
     "(CONFIG_SECCOMP_FILTER), or grade each submission in a container of its own",
     "no chmod, chown, xattr, utime or locks (seccomp)": "a kernel with seccomp filters (CONFIG_SECCOMP_FILTER)",

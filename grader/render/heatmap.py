@@ -218,7 +218,7 @@ def terminal(mat: Matrix, lang: str = "en"):
     else:
         grid.add_row(head_want)
         grid.add_row(_terminal_grid(mat.want, vmax, None, None))
-    parts: list[Any] = [Text(f"{mat.label}  [{mat.case}]", style="cyan"), grid]
+    parts: list[Any] = [Text(mat.label, style="cyan"), grid]  # what the learner's code computed, no case tag
     if mat.note:
         parts.append(Text(mat.note, style="yellow"))
     if mat.leak_count:

@@ -121,7 +121,7 @@ def _matrix_section(mat: Matrix, lang: str) -> str:
     vmax = mat.vmax
     note = mat.note
     parts = [f'<div class="matrix" data-step="{_e(mat.step)}" data-case="{_e(mat.case)}" '
-             f'data-leaks="{mat.leak_count}">', f"<h3>{_e(mat.label)} <span class=sub>[{_e(mat.case)}]</span></h3>",
+             f'data-leaks="{mat.leak_count}">', f"<h3>{_e(mat.label)}</h3>",
              '<div class="pair">']
     if mat.got is not None:
         parts.append(f'<div class="panel"><h4>{_e(_t("yours", lang))}</h4>'

@@ -13,9 +13,11 @@ from rich.text import Text
 
 from grader import i18n
 from grader.grading.report import Report
-from grader.i18n import _
+from grader.i18n import N_, _
 from grader.render.terminal import fit, plain, text
 
+# the messages of an exception the learner's code raised (grader/checks, grader/grading/engine): "the same error"
+RAISED = (N_("your code raised {exception}{where}: {message}"), N_("raised {exception}: {message}"))
 STATUS_STYLE = {"passed": "green", "partial": "yellow", "failed": "red", "not_started": "dim", "error": "magenta"}
 
 
@@ -60,14 +62,19 @@ def _table(report: Report, console: Console, lang: str, verbose: bool) -> None:
             if not shared:
                 t.add_row("", fit(text(f"  ! {s.message}", style="magenta", newlines=True), width), "", "")
             continue
-        said: set[str] = set()  # one error met by every case (its sizes aside) reads once, then "the same"
+        # one error met by every case (its sizes aside) reads once, then "the same" under it: only an exception the
+        # learner's code raised, and only right under that same error (never under a line that is no error)
+        raised = tuple(_(m).split("{")[0] for m in RAISED)
+        above = ""
         for c in s.checks:
             if not c.passed:
                 line = Text("  ✗ ", style="red")
                 line.append(plain(c.name), style="bold")
                 kind = re.sub(r"\d+", "#", c.message)
-                message = _("(the same error as above)") if kind in said and len(kind) > 60 else c.message
-                said.add(kind)
+                error = any(mark and mark in c.message for mark in raised)
+                message = _("(the same error as above)") if error and kind == above and len(kind) > 60 else \
+                    c.message
+                above = kind if error else ""
                 line.append(f"\n    {plain(message, newlines=True)}")
                 t.add_row("", fit(line, width), "", "")
         for d in getattr(s, "diagnoses", None) or []:
