@@ -123,3 +123,34 @@ def test_seccomp_rows_hold_whatever_the_uid(rows: list[tuple[str, bool, bool, st
     active in every set-up, not only where the capabilities could all be dropped."""
     active = {name for name, claimed, verified, _ in rows if claimed and verified}
     assert set(SECCOMP_ROWS) <= active, rows
+
+
+WRITER = """
+import os
+
+def attention_scores(inputs, query):
+    try:
+        with open("scratch.txt", "w") as f:  # in its own work dir
+            f.write("x")
+        wrote = True
+    except OSError:
+        wrote = False
+    out = inputs @ query
+    return out if wrote else out + 1  # a refused write costs the step
+"""
+
+
+def test_without_a_tmpfs_a_graded_worker_writes_no_file_and_a_learners_check_may(tmp_path: Path) -> None:
+    """Where no tmpfs can be mounted (a grader that is not root; here one left off), the disk is capped another way
+    when it must be (the strong sandbox on a class host): the worker writes no file at all. A learner's own check,
+    and a container's grading, keep the work dir writable."""
+    sub = tmp_path / "writer.py"
+    sub.write_text(WRITER, encoding="utf-8")
+    free = engine.grade(sub, steps=["dot_scores"], config={"skip_layers": ["tmpfs"]})
+    assert free.steps[0].status == "passed", [c.message for c in free.steps[0].checks]
+    graded = engine.grade(sub, steps=["dot_scores"], config={"skip_layers": ["tmpfs"], "require_strong": True})
+    assert graded.steps[0].status != "passed"
+    assert "landlock_no_file_writes" in graded.to_dict()["sandbox"]["layers"]
+    container = engine.grade(sub, steps=["dot_scores"],
+                             config={"skip_layers": ["tmpfs"], "require_strong": True, "context": "container"})
+    assert container.steps[0].status == "passed"

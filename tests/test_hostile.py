@@ -387,9 +387,12 @@ CASES: dict[str, tuple[str, str, str | None]] = {
     "chattr_immutable_in_workdir": (attack("""
         import fcntl, os, struct, torch
         def attention_scores(inputs, query):
-            os.makedirs("keep/inner", exist_ok=True)
-            for path in ("keep/inner/f", "keep/f"):
-                open(path, "w").close()
+            try:  # refused where a graded worker may write no file (no tmpfs of its own)
+                os.makedirs("keep/inner", exist_ok=True)
+                for path in ("keep/inner/f", "keep/f"):
+                    open(path, "w").close()
+            except OSError:
+                pass
             for path in ("keep/inner", "keep", "keep/f", "keep/inner/f"):
                 try:
                     fd = os.open(path, os.O_RDONLY)

@@ -247,7 +247,9 @@ def worker_config(config: dict[str, Any], secret: str | None) -> dict[str, Any]:
     required, so that it refuses to import a line of the submission where its own layers fall short."""
     context = str(config.get("context", "host"))
     needs = [list(any_of) for any_of in required_layers(context).values()] if strong_required(config, secret) else []
-    return {**config, "required": needs}
+    # where the disk must be capped and no tmpfs can be mounted, the worker writes no file (sandbox/confine.py)
+    writes = {"no_file_writes": True} if any("landlock_no_file_writes" in any_of for any_of in needs) else {}
+    return {**config, **writes, "required": needs}
 
 
 class Started:

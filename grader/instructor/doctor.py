@@ -522,7 +522,9 @@ def diagnose(secret: str | None = None, config: dict[str, Any] | None = None) ->
                        graders_file=graders_file, owned=owned, lock_file=os.__file__,
                        grader_pid=os.getpid(), abstract=abstract, pathname=pathname, datagram=datagram, shm_key=shm_key,
                        terminal=os.ttyname(terminal_fds[1]))
-    worker = Worker([("doctor", "doctor.py", textwrap.dedent(src))], config or {})
+    # the confinement that grading with a secret on a class host gets (engine.worker_config): no file writes where
+    # no tmpfs can be mounted
+    worker = Worker([("doctor", "doctor.py", textwrap.dedent(src))], {"no_file_writes": True, **(config or {})})
     try:
         layers = worker.confined(60)
         # its own uid's file: nobody's where a root grader's worker became nobody, else the grader's uid (kept)

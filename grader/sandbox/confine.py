@@ -163,9 +163,11 @@ def confine(config: dict[str, Any]) -> None:
     cgroups = _join_cgroups(int(limits["processes"]), int(limits["tree_memory_bytes"]), int(config.get("pid", -1))) \
         if is_root and "cgroup" not in skip else {}
     ipc = is_root and "ipc" not in skip and landlock.libc.unshare(CLONE_NEWIPC) == 0  # no shared memory, queues
-    # without a tmpfs of its own, the disk is capped another way: the worker may write no file at all (its output
-    # goes to output.log, opened above and capped by RLIMIT_FSIZE); honest code writes nothing
-    writable = [workdir, os.devnull] if tmpfs else [os.devnull]
+    # without a tmpfs of its own, where the disk must be capped (grading with a secret on a shared class host:
+    # engine.worker_config), another way: the worker may write no file at all (its prints go to output.log, opened
+    # above and capped by RLIMIT_FSIZE); honest code writes none. A learner's own check keeps its folder writable
+    no_writes = not tmpfs and config.get("no_file_writes") is True
+    writable = [os.devnull] if no_writes else [workdir, os.devnull]
     ruleset, promised = (-1, dict(landlock.NONE)) if "landlock" in skip else landlock.prepare(
         read=[*readable_paths(), workdir], write=writable)
     if nobody:  # after the namespaces and cgroups (they need root's capabilities)
@@ -201,7 +203,7 @@ def confine(config: dict[str, Any]) -> None:
         "ipc_namespace": ipc,
         "no_capabilities": caps,
         "private_tmpfs": tmpfs,
-        "landlock_no_file_writes": not tmpfs and enforced["filesystem"],  # the disk capped without a tmpfs
+        "landlock_no_file_writes": no_writes and enforced["filesystem"],  # the disk capped without a tmpfs
         "owns_nothing_outside": owns_nothing,
         "seccomp_no_sockets": filtered.get("seccomp_no_sockets", False),
         # chmod, chown, utime, xattrs, file locks (taken or read), tty and inode-flag ioctls: refused
