@@ -22,19 +22,26 @@ ROOT = IMPORT_ROOT  # a checkout's root; from an installed wheel, site-packages 
 TORCH_VERSION = "2.13.0"
 
 SETUP_SH = f"""#!/usr/bin/env bash
-# Gradescope runs this once, as root, when it builds the autograder image.
+# Gradescope runs this once, as root, when it builds the autograder image. Everything goes into a venv
+# ($ROOT/venv): Debian 12 and Ubuntu 24.04 images mark their Python externally managed (PEP 668), so pip refuses
+# to install into it; `attn-kata` is then linked onto PATH.
 set -euxo pipefail
 export DEBIAN_FRONTEND=noninteractive
-if ! command -v python3 >/dev/null || ! python3 -m pip --version >/dev/null 2>&1; then
-    apt-get update
-    apt-get install -y --no-install-recommends python3 python3-pip python3-venv
-fi
+ROOT="${{AUTOGRADER_ROOT:-/autograder}}"
 SRC="$(cd "$(dirname "${{BASH_SOURCE[0]}}")" && pwd)"
-python3 -m pip install --upgrade pip
+VENV="$ROOT/venv"
+if ! command -v python3 >/dev/null || ! python3 -c "import ensurepip, venv" >/dev/null 2>&1; then
+    apt-get update
+    apt-get install -y --no-install-recommends python3 python3-venv
+fi
+python3 -m venv "$VENV"
+"$VENV/bin/python" -m pip install --upgrade pip
 # the CPU build of torch: no CUDA wheels in the image
-python3 -m pip install "torch=={TORCH_VERSION}" --index-url https://download.pytorch.org/whl/cpu
-python3 -m pip install -e "$SRC/kata"
-python3 -c "import torch, grader.grading.engine; print('torch', torch.__version__, 'attn-kata ready')"
+"$VENV/bin/python" -m pip install "torch=={TORCH_VERSION}" --index-url https://download.pytorch.org/whl/cpu
+"$VENV/bin/python" -m pip install -e "$SRC/kata"
+mkdir -p "${{ATTN_KATA_BIN_DIR:-/usr/local/bin}}"
+ln -sf "$VENV/bin/attn-kata" "${{ATTN_KATA_BIN_DIR:-/usr/local/bin}}/attn-kata"  # `attn-kata doctor` in the image
+"$VENV/bin/python" -c "import torch, grader.grading.engine; print('torch', torch.__version__, 'attn-kata ready')"
 """
 
 RUN_AUTOGRADER = """#!/usr/bin/env bash
@@ -42,7 +49,8 @@ RUN_AUTOGRADER = """#!/usr/bin/env bash
 set -uo pipefail
 ROOT="${AUTOGRADER_ROOT:-/autograder}"
 SRC="$ROOT/source"
-PY="${ATTN_KATA_PYTHON:-python3}"
+PY="${ATTN_KATA_PYTHON:-$ROOT/venv/bin/python}"  # setup.sh's venv
+[ -x "$PY" ] || PY=python3
 export AUTOGRADER_ROOT="$ROOT"
 export PYTHONPATH="$SRC/kata${PYTHONPATH:+:$PYTHONPATH}"
 export ATTN_KATA_SOLUTIONS="$SRC/kata/solutions"
@@ -171,6 +179,12 @@ def _run_autograder(root: Path, lang: str) -> Path:
         if found is not None and found.status not in ("", "empty"):
             output += " " + _("({reason})").format(reason=found.reason)
         _write(results, {"score": 0, "output": output, "tests": [], "stdout_visibility": "visible"})
+        return results
+    from grader.instructor.batch import screen
+
+    status, problem = screen(target)
+    if status:  # nothing runs: the one verdict every platform gives (batch, PrairieLearn): not graded, once
+        _write(results, reporters.gradescope_not_gradable(problem))
         return results
     try:
         # hidden cases drawn from this upload's content: feedback read off one attempt is no use in the next

@@ -54,9 +54,16 @@ exit 0
 
 DOCKERFILE = """# The image PrairieLearn grades in: Python and the CPU build of torch (the kata comes in /grade/tests).
 # docker build -t YOU/attn-kata-grader . && docker push YOU/attn-kata-grader, then set "image" in info.json.
+# In a venv: on a Debian 12 or Ubuntu 24.04 base (python3 from apt) pip refuses the system Python (PEP 668).
 FROM python:3.11-slim
-RUN python -m pip install --no-cache-dir torch --index-url https://download.pytorch.org/whl/cpu \\
- && python -m pip install --no-cache-dir numpy "safetensors>=0.4" "pytest>=8" "click>=8.1" "rich>=13" "nbformat>=5"
+ENV VIRTUAL_ENV=/opt/attn-kata PATH=/opt/attn-kata/bin:$PATH ATTN_KATA_PYTHON=/opt/attn-kata/bin/python
+RUN python -m venv /opt/attn-kata \\
+ && /opt/attn-kata/bin/python -m pip install --no-cache-dir torch --index-url https://download.pytorch.org/whl/cpu \\
+ && /opt/attn-kata/bin/python -m pip install --no-cache-dir numpy "safetensors>=0.4" "pytest>=8" "click>=8.1" \\
+    "rich>=13" "nbformat>=5" "platformdirs>=3" "watchfiles>=0.21"
+# `attn-kata` on PATH (e.g. `attn-kata doctor` in the image), from the kata PrairieLearn mounts in /grade/tests
+RUN printf '#!/bin/sh\\nexport PYTHONPATH=/grade/tests/kata${PYTHONPATH:+:$PYTHONPATH}\\nexec %s -m grader "$@"\\n' \\
+    /opt/attn-kata/bin/python > /usr/local/bin/attn-kata && chmod 755 /usr/local/bin/attn-kata
 """
 
 QUESTION_HTML = """<pl-question-panel>
@@ -176,6 +183,11 @@ def _run(root: Path, lang: str) -> Path:
     if status:  # nothing runs: empty, unreadable, a syntax error in every file, too large
         _write(results, reporters.not_gradable(problem))
         return results
+    if not defines_a_step_name(target):  # the untouched starter file (imports, a comment): no attempt spent on it
+        _write(results, reporters.not_gradable(_("nothing to grade yet: {path} defines none of the chapter's "
+                                                 "functions and classes ({names}, …)").format(
+            path=target.name, names=", ".join(n for s in STEPS[:3] for n in s.names))))
+        return results
     try:
         from grader.grading import engine
         from grader.grading.cases_key import per_submission
@@ -193,6 +205,37 @@ def _run(root: Path, lang: str) -> Path:
             error=f"{type(exc).__name__}: {exc}"))
     _write(results, doc)
     return results
+
+
+def defines_a_step_name(path: Path) -> bool:
+    """Does the submission define (def, class, or assign at its top level) any name a step asks for? The editor's
+    starter file defines none. Read as text, nothing runs; what cannot be read counts as defining (screen judged
+    it readable, so grading says the rest)."""
+    import ast
+
+    from grader.grading import ingest
+
+    wanted = {n for s in STEPS for n in s.names}
+    try:
+        units = ingest.read_submission(path).units
+    except Exception:  # screen() read it; anything odd here is for grading to report
+        return True
+    for unit in units:
+        try:
+            tree = ast.parse(unit.source)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name in wanted:
+                return True
+            targets = node.targets if isinstance(node, ast.Assign) else \
+                [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else []
+            if any(isinstance(t, ast.Name) and t.id in wanted for t in targets):
+                return True
+            if isinstance(node, (ast.Import, ast.ImportFrom)) and any(
+                    (a.asname or a.name).split(".")[0] in wanted for a in node.names):
+                return True
+    return False
 
 
 def _write(path: Path, doc: dict[str, Any]) -> None:

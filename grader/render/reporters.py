@@ -135,6 +135,13 @@ def prairielearn(report: Report, lang: str = "en") -> dict[str, Any]:
             "message": message, "output": captured.get(), "tests": tests}
 
 
+def gradescope_not_gradable(reason: str) -> dict[str, Any]:
+    """Gradescope's results.json for an upload that cannot be graded (empty, unreadable, a syntax error in every
+    file): the reason once, no test (Gradescope has no "not gradable": the score is 0, the output says why)."""
+    return {"score": 0, "output": _("Not graded: {reason}").format(reason=reason), "tests": [],
+            "stdout_visibility": "visible"}
+
+
 def not_gradable(reason: str) -> dict[str, Any]:
     """What PrairieLearn shows as "invalid, not gradable": no points awarded or lost, no attempt used."""
     return {"gradable": False, "format_errors": [reason], "message": reason, "tests": []}
