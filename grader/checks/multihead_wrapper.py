@@ -34,7 +34,8 @@ def _check(r: Outcome) -> None:
     expect.true(s["heads_type"] == "ModuleList", _("self.heads is {type}, expected nn.ModuleList "
                   "(a plain list hides the heads' weights from .parameters())").format(type=s["heads_type"]))
     heads = s["heads"] or []  # None when self.heads is no nn.ModuleList
-    expect.true(len(heads) == 3, _("{n} heads, expected num_heads = 3").format(n=len(heads)))
+    expect.true(len(heads) == 3, _("1 head, expected num_heads = 3") if len(heads) == 1 else
+                _("{n} heads, expected num_heads = 3").format(n=len(heads)))
     want = r.want("fwd", "structure")["n_unique_params"]
     expect.true(s["n_unique_params"] == want,
                 _("the heads share weights ({n} distinct parameters, expected {want}): build a new "

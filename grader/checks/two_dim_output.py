@@ -39,7 +39,8 @@ def _check(r: Outcome) -> None:
     expect.true(s["heads_type"] == "ModuleList", _("self.heads is {type}, expected nn.ModuleList "
                   "(a plain list hides the heads' weights from .parameters())").format(type=s["heads_type"]))
     heads = s["heads"] or []
-    expect.true(len(heads) == 2, _("{n} heads, expected num_heads = 2").format(n=len(heads)))
+    expect.true(len(heads) == 2, _("1 head, expected num_heads = 2") if len(heads) == 1 else
+                _("{n} heads, expected num_heads = 2").format(n=len(heads)))
     for name, shape in w["params"].items():
         got = s["params"].get(name)
         expect.true(got == shape, _("parameter `{name}` is {got}, expected {want} (d_out = 1 per head)").format(
