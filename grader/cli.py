@@ -203,7 +203,7 @@ def lang_first(args: list[str]) -> list[str]:
 @click.version_option(None, "--version", package_name="attention-kata", prog_name="attn-kata")
 @click.pass_context
 def main(ctx: click.Context, lang: str | None, no_daemon: bool) -> None:
-    """attention-kata: fill in exercises/, then `attn-kata check`."""
+    """attention-kata: `attn-kata init` makes a workspace; write each step's file there, then `attn-kata check`."""
     from grader.daemon import client
 
     lang = lang or workspace_lang(ctx.command.get_command(ctx, ctx.invoked_subcommand or ""),  # type: ignore[attr-defined]
@@ -326,7 +326,7 @@ def grade(obj: dict, path: Path, fmt: str, secret: str | None, steps: tuple[str,
             path = found.path
         elif found.status != EMPTY:
             fail(_("attn-kata: {path}: {reason}").format(path=path, reason=found.reason))
-    if fmt in ("prairielearn", "gradescope") and (text := _not_gradable(path, fmt)):  # what cannot be read: once
+    if fmt == "prairielearn" and (text := _not_gradable(path)):  # what cannot be read costs no attempt
         _write_or_echo(text, out)
         return
     try:
@@ -519,17 +519,13 @@ def gradescope_run(root: Path) -> None:
     click.echo(f"wrote {path}")
 
 
-def _not_gradable(path: Path, fmt: str) -> str:
-    """The platform's document for a submission that cannot be read (nothing runs), else "": PrairieLearn's
-    `gradable: false` (no attempt used), Gradescope's 0 with the reason once."""
+def _not_gradable(path: Path) -> str:
+    """PrairieLearn's `gradable: false` document when the submission cannot be read (nothing runs), else ""."""
     from grader.instructor.batch import screen
-    from grader.render.reporters import gradescope_not_gradable, not_gradable
+    from grader.render.reporters import not_gradable
 
     status, problem = screen(path)
-    if not status:
-        return ""
-    doc = not_gradable(problem) if fmt == "prairielearn" else gradescope_not_gradable(problem)
-    return json.dumps(doc, ensure_ascii=False, indent=2)
+    return json.dumps(not_gradable(problem), ensure_ascii=False, indent=2) if status else ""
 
 
 def _write_or_echo(text: str, out: Path | None) -> None:
