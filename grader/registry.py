@@ -1,7 +1,8 @@
 """The one declarative list of steps. The CLI, the checks, the stubs' self-test and the docs read it.
 
 Adding a step: add a `Step` here, a stub in exercises/<id>.py, the reference in
-solutions/<id>.py and a checks module grader/checks/<id>.py (see CONTRIBUTING in README.md).
+solutions/<id>.py, a checks module grader/checks/<id>.py, its hints and buggy fixtures (see CONTRIBUTING in
+README.md); tests/test_steps.py names any part that is missing.
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ class Step:
     title: str  # the plain title; shown through grader.i18n.step_title ("Step 7 · … (§3.5.1)")
     title_zh: str
     core: bool = True
-    # names of earlier steps this one builds on: the grader swaps in the reference for them,
-    # so a mistake in the earlier step is not charged twice
+    # names of earlier steps this one builds on: the grader swaps in public stand-ins for them (never the
+    # reference: grader/worker/standins.py), so a mistake in the earlier step is not charged twice
     uses: tuple[str, ...] = field(default=())
 
     @property
