@@ -169,3 +169,15 @@ def test_keys_of_a_terminal_read(chunk: str, keys: list[str]) -> None:
     from grader.learner.watch import keys_of
 
     assert keys_of(chunk) == keys
+
+
+def test_the_workspace_readme_lists_the_step_files_in_step_order(tmp_path: Path) -> None:
+    """The stub files keep their names (a later step's file imports an earlier one by it, the step ids and file
+    names are a contract): the workspace's README is their index in step order, in the workspace's language."""
+    from grader.registry import STEPS
+
+    for lang, word in (("en", "Step 1 · "), ("zh", "第 1 步 · ")):
+        assert kata("--lang", lang, "init", lang, cwd=tmp_path).returncode == 0
+        text = (tmp_path / lang / "README.md").read_text(encoding="utf-8")
+        positions = [text.index(f"- `{s.file}`: ") for s in STEPS]
+        assert positions == sorted(positions) and word in text

@@ -88,9 +88,16 @@ def notebook(lang: str) -> dict:
             "nbformat": 4, "nbformat_minor": 5}
 
 
+README_ORDER = N_("The files in step order (an editor lists them alphabetically):")
+
+
 def readme(lang: str, with_notebook: bool) -> str:
-    parts = [*README[:2], README_NOTEBOOK if with_notebook else README_FILES, README[2]]
-    return "\n\n".join(i18n.translate(lang, p) for p in parts) + "\n"
+    parts = [i18n.translate(lang, p) for p in (*README[:2], README_NOTEBOOK if with_notebook else README_FILES)]
+    if not with_notebook:  # the step files keep their names (later steps import earlier ones by them): an index
+        with i18n.using(lang):
+            parts.append(i18n._(README_ORDER) + "\n\n" + "\n".join(
+                f"- `{s.file}`: {i18n.step_title(s)}" for s in STEPS))
+    return "\n\n".join([*parts, i18n.translate(lang, README[2])]) + "\n"
 
 
 def init(folder: str | Path, *, lang: str = "en", with_notebook: bool = False) -> Path:
