@@ -277,15 +277,17 @@ class Outcome:
         once; while they run, no proof vouches for a fact a proof reads."""
         if self._proved is None:
             self._proved = []
-            saved = self.reading
+            saved, saved_pending = self.reading, self.pending
             for fn in PROOFS.get(self.step, []):
-                self.reading = set()
+                self.reading, self.pending = set(), set()
                 try:
                     fn(self)
                 except Exception:  # a proof that fails, however it fails, proves nothing
                     continue
+                if self.pending:  # a proof that read a fact nothing vouches for proves nothing either
+                    continue
                 self._proved.append({self.case_specs[c].subject() for c in self.reading if c in self.case_specs})
-            self.reading = saved
+            self.reading, self.pending = saved, saved_pending
         return self._proved
 
     def behaves(self, case: str) -> bool:
