@@ -250,6 +250,22 @@ def test_no_failing_message_is_the_graders_trust_reasoning(lang: str) -> None:
     assert not bad, bad
 
 
+# what a learner reads where a fact cannot earn its point yet: the finding itself (issue 26)
+FINDINGS = {
+    ("tdo_one_head", "two_dim_output", "en"): ("1 head, expected num_heads = 2", "this point follows"),
+    ("tdo_one_head", "two_dim_output", "zh"): ("1 个头，应为 num_heads = 2", "这一分就会计入"),
+    ("g2_qkv_bias", "gpt2_size", "en"): ("2,362,368 parameters, expected 2,360,064", "qkv_bias should stay False"),
+    ("g2_qkv_bias", "gpt2_size", "zh"): ("共 2,362,368 个参数，应为 2,360,064", "qkv_bias 应保持为 False"),
+}
+
+
+@pytest.mark.parametrize(("name", "step", "lang"), sorted(FINDINGS))
+def test_a_fact_that_cannot_count_yet_is_said_as_found(name: str, step: str, lang: str) -> None:
+    result = next(s for s in graded(str(BUGGY / f"{name}.py"), lang=lang).steps if s.id == step)
+    said = [c.message for c in result.checks if not c.passed]
+    assert any(all(part in m for part in FINDINGS[name, step, lang]) for m in said), said
+
+
 # Checks no fixture singles out yet (each fails only where most of its step fails too). Empty is the goal.
 NOT_SINGLED_OUT: set[tuple[str, str]] = {
     # redundant: its "random" case is checked, shape first, by "random weights and inputs" (and "grad" has its shapes)
