@@ -181,3 +181,21 @@ def test_the_workspace_readme_lists_the_step_files_in_step_order(tmp_path: Path)
         text = (tmp_path / lang / "README.md").read_text(encoding="utf-8")
         positions = [text.index(f"- `{s.file}`: ") for s in STEPS]
         assert positions == sorted(positions) and word in text
+
+
+def test_the_notebooks_check_shows_the_diagnosis_the_heatmap_and_the_next_step() -> None:
+    """Issue 25: the HTML table under check() left out the diagnosis and had no heatmap. The notebook's cells,
+    graded as check() grades them (kernel.grade_sources_with_matrices), rendered as check() shows them."""
+    from grader.learner import kernel, notebook
+
+    buggy = (ROOT / "tests" / "fixtures" / "buggy" / "mask_fill_zero.py").read_text(encoding="utf-8")
+    report, mats = kernel.grade_sources_with_matrices([buggy], ["causal_mask"], lang="en")
+    step = report.steps[0]
+    assert step.status in ("failed", "partial") and step.diagnoses and mats.get("causal_mask")
+    shown = notebook.to_html(report, "en", mats)
+    assert "⚑ diagnosis: " in shown and step.diagnoses[0]["message"].split(":")[0] in shown
+    assert "class=\"hm\"" in shown and "yours" in shown and "expected" in shown  # the heatmap, inline
+    assert "<style>" in shown and "body {" not in shown  # its own rules only, never the notebook's page
+    assert "next: step 7, causal_mask" in shown
+    text = notebook.to_text(report, "zh")
+    assert "⚑ 诊断：" in text and "下一步：第 7 步 causal_mask" in text

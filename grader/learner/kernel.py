@@ -134,3 +134,17 @@ def grade_sources(sources: list[str], steps: list[str], secret: str | None = Non
             return grade(path, steps=steps, secret=secret, lang=lang)
 
 
+def grade_sources_with_matrices(sources: list[str], steps: list[str] | None, secret: str | None = None,
+                                lang: str = "en"):  # type: ignore[no-untyped-def]
+    """As grade_sources, and also the attention-weight matrices both sides produced (grader.render.heatmap), for
+    the heatmaps the terminal shows: (report, matrices by step)."""
+    from grader.render import heatmap
+
+    with tempfile.TemporaryDirectory(prefix="attn-kata-nb-") as tmp:
+        path = Path(tmp) / "notebook.ipynb"
+        path.write_text(notebook_json(sources), encoding="utf-8")
+        with warnings.catch_warnings(), contextlib.redirect_stderr(io.StringIO()):
+            warnings.simplefilter("ignore")
+            return heatmap.grade_with_matrices(path, steps=steps, secret=secret, lang=lang)
+
+

@@ -25,9 +25,35 @@ def _in_jupyter() -> bool:
     return ip is not None and type(ip).__name__ == "ZMQInteractiveShell"
 
 
-def to_html(report: Report, lang: str = "en") -> str:
+def to_html(report: Report, lang: str = "en", mats: dict[str, list[Any]] | None = None) -> str:
+    """What the terminal shows, as HTML: the table with each failing check and the diagnosis, the heatmaps of a
+    failing step's attention weights (`mats`, grader.render.heatmap), then the next step."""
     with i18n.using(lang):
-        return _to_html(report)
+        return _to_html(report) + _heatmaps(report, mats or {}, lang) + _next_html(report)
+
+
+def _next(report: Report) -> str:
+    """The tip under the table, as `attn-kata check` gives it: the first step asked for that does not pass."""
+    nxt = next((s for s in report.steps if s.status != "passed"), None)
+    if nxt is None:
+        return _("every step asked for passes")
+    return _("next: step {number}, {step}: write it in its cell, then run its check() cell").format(
+        number=get_step(nxt.id).number, step=nxt.id)
+
+
+def _next_html(report: Report) -> str:
+    return f"<p class='attn-kata-next'>{html.escape(_next(report))}</p>"
+
+
+def _heatmaps(report: Report, mats: dict[str, list[Any]], lang: str) -> str:
+    """The weights of each failing step whose output is an attention matrix, the learner's beside the expected."""
+    from grader.render.html_report import HEATMAP_CSS, matrix_section
+
+    parts = [matrix_section(m, lang) for s in report.steps if s.status in ("failed", "partial")
+             for m in mats.get(s.id, []) if m.got is not None]
+    if not parts:
+        return ""
+    return f"<div class='attn-kata-hm'><style>{HEATMAP_CSS}</style>" + "".join(parts) + "</div>"
 
 
 def _to_html(report: Report) -> str:
@@ -40,6 +66,9 @@ def _to_html(report: Report) -> str:
         elif s.status not in ("passed", "not_started"):
             detail = "<br>".join(f"✗ <b>{html.escape(c.name)}</b>: {html.escape(c.message)}"
                                  for c in s.checks if not c.passed)
+            label = _("diagnosis: ")
+            detail += "".join(f"<br><span style='color:#0969da'>⚑ {html.escape(label + d.get('message', ''))}</span>"
+                              for d in s.diagnoses)
         rows.append(f"<tr><td>{get_step(s.id).number}</td><td><code>{s.id}</code><br><small>"
                     f"{html.escape(s.title)}</small></td><td style='color:{_COLOURS.get(s.status, '')}'>"
                     f"<b>{html.escape(status)}</b></td><td>{s.score:g}/{s.max_score:g}</td>"
@@ -64,13 +93,20 @@ def _to_text(report: Report) -> str:
             lines.append(f"      ! {s.message}")
         elif s.status not in ("passed", "not_started"):
             lines += [f"      ✗ {c.name}: {c.message}" for c in s.checks if not c.passed]
-    return "\n".join(lines)
+            lines += [f"      ⚑ {_('diagnosis: ')}{d.get('message', '')}" for d in s.diagnoses]
+    return "\n".join([*lines, _next(report)])
 
 
 def check_report(*steps: str, secret: str | None = None, lang: str = "en",
                  namespace: dict[str, Any] | None = None) -> Report:
     """Grade the code this kernel has run (or the running script, outside IPython)."""
-    from grader.learner.kernel import grade_sources, kernel_sources
+    return _graded(*steps, secret=secret, lang=lang, namespace=namespace)[0]
+
+
+def _graded(*steps: str, secret: str | None = None, lang: str = "en", namespace: dict[str, Any] | None = None,
+            pictures: bool = False) -> tuple[Report, dict[str, list[Any]]]:
+    """(the report, the weight matrices when `pictures`) of the code this kernel has run."""
+    from grader.learner.kernel import grade_sources, grade_sources_with_matrices, kernel_sources
 
     ids = [get_step(s).id for s in steps] or None
     sources = kernel_sources(namespace)
@@ -80,7 +116,9 @@ def check_report(*steps: str, secret: str | None = None, lang: str = "en",
             raise RuntimeError("check() needs a notebook, IPython or a script file to grade")
         with open(main_file, encoding="utf-8") as fh:
             sources = [fh.read()]
-    return grade_sources(sources, ids, secret=secret, lang=lang)
+    if pictures:
+        return grade_sources_with_matrices(sources, ids, secret=secret, lang=lang)
+    return grade_sources(sources, ids, secret=secret, lang=lang), {}
 
 
 def check(*steps: str, secret: str | None = None, lang: str | None = None) -> Report:
@@ -88,11 +126,12 @@ def check(*steps: str, secret: str | None = None, lang: str | None = None) -> Re
     from grader.learner.api import default_lang
 
     lang = lang or default_lang()
-    report = check_report(*steps, secret=secret, lang=lang)
-    if _in_jupyter():
+    jupyter = _in_jupyter()
+    report, mats = _graded(*steps, secret=secret, lang=lang, pictures=jupyter)
+    if jupyter:
         from IPython.display import HTML, display
 
-        display(HTML(to_html(report, lang)))
+        display(HTML(to_html(report, lang, mats)))
     else:
         print(to_text(report, lang))
     return _Quiet(report)

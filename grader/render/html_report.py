@@ -140,6 +140,18 @@ def _matrix_section(mat: Matrix, lang: str) -> str:
     return "\n".join(parts)
 
 
+# the heatmaps' own rules, every one under `.attn-kata-hm`: for a page that is not ours (a notebook's output cell)
+HEATMAP_CSS = "\n".join(
+    ".attn-kata-hm " + rule.strip() + " }" for rule in CSS.split("}") if rule.strip().startswith(
+        ("table.hm", ".pair", ".panel", ".leaks", ".note", ".legend", ".bar", "h3")))
+
+
+def matrix_section(mat: Matrix, lang: str = "en") -> str:
+    """One weight matrix as HTML: the learner's next to the expected one, the leaks, the legend (as `render` shows
+    it; with HEATMAP_CSS, inside an element of class `attn-kata-hm`, elsewhere too)."""
+    return _matrix_section(mat, lang)
+
+
 def render(report: Report, mats: dict[str, list[Matrix]] | None = None, lang: str = "en") -> str:
     """The whole report as one HTML document (a string)."""
     mats = mats or {}
