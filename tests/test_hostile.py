@@ -714,3 +714,56 @@ def test_killing_a_finished_worker_never_hits_the_process_that_reused_its_pid() 
     finally:
         newcomer.kill()
         newcomer.wait()
+
+
+SLOW_EXIT = """
+import ctypes, mmap, os, time
+if os.fork() == 0:  # a child that would outlive grading
+    ctypes.CDLL(None).prctl(15, {name!r}.encode(), 0, 0, 0)  # PR_SET_NAME: how the test finds it
+    time.sleep(300)
+    os._exit(0)
+# many touched, unmergeable mappings: the worker's exit after SIGKILL takes long to tear them down, so the grader
+# exits (and the zygote sees it go) before the worker is a zombie it could reap (red team 14, finding 1)
+_maps = []
+for i in range(30000):
+    m = mmap.mmap(-1, 8192, prot=mmap.PROT_READ | mmap.PROT_WRITE | (mmap.PROT_EXEC if i % 2 else 0))
+    m[0] = 1
+    m[4096] = 1
+    _maps.append(m)
+_big = mmap.mmap(-1, 600 << 20)
+for i in range(0, 600 << 20, 4096):
+    _big[i] = 1
+
+def attention_scores(inputs, query):
+    return inputs @ query
+"""
+
+
+def _named(name: str) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        with contextlib.suppress(OSError):
+            if entry.isdigit() and Path(f"/proc/{entry}/comm").read_text().strip() == name:
+                found.append(int(entry))
+    return found
+
+
+def test_nothing_a_worker_started_outlives_the_command(tmp_path: Path) -> None:
+    """`attn-kata grade` exits while its worker is still dying: the zygote, told the grader is gone, kills the
+    worker's process group before it goes itself. Where there is no PID namespace (a grader that is not root)
+    nothing else would end the child, which init would adopt."""
+    name = "kata-" + os.urandom(4).hex()
+    p = tmp_path / "slow_exit.py"
+    p.write_text(SLOW_EXIT.format(name=name))
+    done = subprocess.run([sys.executable, "-m", "grader", "grade", str(p), "--format", "json", "--step",
+                           "dot_scores", "--no-daemon"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout)["steps"][0]["status"] == "passed"
+    deadline = time.monotonic() + 10  # the group's kill is immediate; its delivery, not quite
+    while _named(name) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    left = _named(name)
+    for pid in left:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    assert left == [], "a child the submission forked outlived grading"

@@ -338,8 +338,8 @@ def _run(prog: list[tuple[int, int, int, int]], nr: int, arch: int, args: tuple[
             acc = struct.unpack_from("<I", data, k)[0]
         elif code == seccomp.RET_K:
             return k
-        elif code in (seccomp.JEQ_K, seccomp.JGE_K):
-            hit = acc == k if code == seccomp.JEQ_K else acc >= k
+        elif code in (seccomp.JEQ_K, seccomp.JGE_K, seccomp.JSET_K):
+            hit = acc == k if code == seccomp.JEQ_K else acc >= k if code == seccomp.JGE_K else bool(acc & k)
             pc += jt if hit else jf
         else:
             raise AssertionError(f"unexpected BPF op {code:#x}")
@@ -347,10 +347,12 @@ def _run(prog: list[tuple[int, int, int, int]], nr: int, arch: int, args: tuple[
 
 
 EPERM, EACCES = seccomp.RET_ERRNO | errno.EPERM, seccomp.RET_ERRNO | errno.EACCES
+ENOSYS = seccomp.RET_ERRNO | errno.ENOSYS
 # what Python, torch and the worker need after confinement, by name: read write openat close mmap mprotect munmap brk
-# futex clone clone3 wait4 exit_group prctl landlock_restrict_self getrandom rt_sigaction
-ALLOWED = {"x86_64": (0, 1, 257, 3, 9, 10, 11, 12, 202, 56, 435, 61, 231, 157, 446, 318, 13),
-           "aarch64": (63, 64, 56, 57, 222, 226, 215, 214, 98, 220, 435, 260, 94, 167, 446, 278, 134)}
+# wait4 exit_group prctl landlock_restrict_self getrandom rt_sigaction (clone and futex: with their arguments, below)
+ALLOWED = {"x86_64": (0, 1, 257, 3, 9, 10, 11, 12, 61, 231, 157, 446, 318, 13),
+           "aarch64": (63, 64, 56, 57, 222, 226, 215, 214, 260, 94, 167, 446, 278, 134)}
+SIGCHLD, CLONE_THREAD_FLAGS = 17, 0x3D0F00  # fork(); pthread_create's VM, FS, FILES, SIGHAND, THREAD, SYSVSEM, ...
 
 
 @pytest.mark.parametrize("machine", list(seccomp.ARCHES))
@@ -389,6 +391,17 @@ def test_the_program_denies_each_listed_call_and_nothing_else(machine: str) -> N
     assert _run(prog, prlimit64, arch, (1 << 32, 4)) == seccomp.RET_ALLOW  # pid_t is 32 bits: still pid 0
     assert _run(prog, setpriority, arch, (2, 0, 19)) == EPERM  # PRIO_USER, who 0: every process of its uid
     assert _run(prog, ioprio_set, arch, (3, 0, 0)) == EPERM  # IOPRIO_WHO_USER likewise
+    # fork and threads pass; a namespace of any kind (a user namespace's child holds every capability there) not
+    assert _run(prog, table.clone, arch, (SIGCHLD,)) == seccomp.RET_ALLOW
+    assert _run(prog, table.clone, arch, (CLONE_THREAD_FLAGS,)) == seccomp.RET_ALLOW
+    for flag in (0x80, 0x20000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000):
+        assert _run(prog, table.clone, arch, (SIGCHLD | flag,)) == EPERM, hex(flag)
+    assert _run(prog, seccomp.CLONE3, arch) == ENOSYS  # its flags lie in memory: glibc falls back to clone
+    # private futexes pass (FUTEX_WAIT, WAKE, ..., with FUTEX_PRIVATE_FLAG); shared ones (keyed by a file's inode:
+    # a channel between two workers) do not
+    for op in range(14):
+        assert _run(prog, table.futex, arch, (0, op | 128)) == seccomp.RET_ALLOW, op
+        assert _run(prog, table.futex, arch, (0, op)) == EPERM, op
     assert _run(prog, 0, 0x40000003) == EPERM  # i386: a foreign ABI, nothing at all
     if machine == "x86_64":
         assert _run(prog, 0x40000000 | 1, arch) == EPERM  # x32

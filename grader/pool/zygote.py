@@ -160,6 +160,7 @@ class _Server:
         lines = c.read()
         if lines is None:
             if c.primary:  # the grader exited: so do we, and so does everything we forked
+                self.reap()  # a worker it killed on its way out: its group first (reap() kills it before reaping)
                 self.shut_down()
             self.drop(c)
             return
@@ -251,7 +252,8 @@ class _Server:
                 self.stale_groups.discard(pid)
 
     def shut_down(self) -> None:
-        for pid in self.workers:  # not reaped yet, so these pids are still theirs
+        for pid in self.workers:  # not reaped yet, so these pids (and their groups) are still theirs
+            _kill_group(pid)  # everything the worker started: where there is no PID namespace, nothing else would
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
         for pid in self.workers | self.stale_groups:  # by cgroup membership, never by a pid that may be reused
@@ -269,6 +271,7 @@ def _reap_all(graders: set[int], patience: float = 2.0) -> None:
             os.kill(pid, signal.SIGKILL)
     deadline = time.monotonic() + patience
     while time.monotonic() < deadline:
+        _kill_orphans(set())  # whatever a grading process left, re-parented here: before we go and init adopts it
         try:
             pid, _status = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:

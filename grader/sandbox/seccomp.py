@@ -24,9 +24,17 @@ Landlock decides which files a worker may open, create, remove or write, but not
 - what a worker never needs and confine() has done already (namespaces and mounts, before this filter) or no
   worker may do: ptrace, process_vm_readv/writev, pidfd_getfd, process_madvise, name_to_handle_at,
   open_by_handle_at, bpf, perf_event_open, userfaultfd, mount and the new mount API, pivot_root, setns, unshare,
-  kexec and module loading; setsid and setpgid (a worker is the leader of its own session and process group, and
-  every descendant stays in that group, which the zygote kills whole when the worker ends: where a grader that is
-  not root has no PID namespace or cgroup, this is what ends a fork bomb).
+  kexec and module loading; memfd_create and memfd_secret (pages that no rlimit, disk cap or OOM killer counts:
+  red team 14 held 1.2 GiB past a worker's address-space limit); execve and execveat (an exec'd program is
+  dumpable again, and a core_pattern pipe would run its helper as root on it); the futex2 calls; setsid and
+  setpgid (a worker is the leader of its own session and process group, and every descendant stays in that
+  group, which the zygote kills whole when the worker ends: where a grader that is not root has no PID namespace
+  or cgroup, this is what ends a fork bomb).
+- clone with a namespace flag (a user namespace's child holds every capability there: kernel attack surface), and
+  clone3, whose flags lie in memory a filter cannot read (ENOSYS: glibc falls back to clone, as with Docker's
+  profile); futex without FUTEX_PRIVATE_FLAG: a shared futex is keyed by the inode of the page, so two workers
+  mapping the same file (any library every worker loaded) could wake each other, a channel between classmates
+  graded at once (red team 14). Python, glibc and torch use private futexes only.
 
 Denied calls return EPERM (EACCES for sockets, keyrings and io_uring, as before); nothing is killed. Syscalls of a
 foreign ABI (i386 `int 0x80`, x32) fail entirely, so `socketcall` or a 32-bit `chmod` cannot go around the filter.
@@ -48,10 +56,16 @@ from grader.sandbox.landlock import libc
 PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
 SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC = 1, 1
 RET_ALLOW, RET_ERRNO = 0x7FFF0000, 0x00050000
-LD_W_ABS, JEQ_K, JGE_K, RET_K = 0x20, 0x15, 0x35, 0x06
+LD_W_ABS, JEQ_K, JGE_K, JSET_K, RET_K = 0x20, 0x15, 0x35, 0x45, 0x06
 X32_SYSCALL_BIT = 0x40000000
 OFF_NR, OFF_ARCH, OFF_ARGS = 0, 4, 16  # struct seccomp_data; 8 bytes an argument, little endian: its low word first
-OFF_ARG1_LOW = OFF_ARGS + 8 * 1
+OFF_ARG0_LOW, OFF_ARG1_LOW = OFF_ARGS, OFF_ARGS + 8 * 1
+# clone(2)'s namespace flags (its first argument on both arches): CLONE_NEWTIME, NEWNS, NEWCGROUP, NEWUTS, NEWIPC,
+# NEWUSER, NEWPID, NEWNET. clone3 passes its flags in memory, which a filter cannot read: it fails with ENOSYS,
+# so glibc falls back to clone (as Docker's profile does)
+CLONE_NEW = 0x80 | 0x20000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000 | 0x40000000
+CLONE3 = 435
+FUTEX_PRIVATE_FLAG = 128
 
 # fcntl commands: F_GETLK, F_SETLK, F_SETLKW (the same numbers as their 64-bit forms on 64-bit arches), the open file
 # description locks, leases and directory notification
@@ -73,6 +87,9 @@ class Table(NamedTuple):
     metadata: tuple[int, ...]  # chmod, chown, utime and xattr families, flock
     ipc: tuple[int, ...]  # System V shm, sem, msg; POSIX mq
     never: tuple[int, ...]  # what a worker never needs (see the module's docstring)
+    clone: int  # allowed without namespace flags
+    futex: int  # allowed on private futexes only
+    memfd_create: int  # a witness of observed() (denied among `never`)
     # calls observed() makes with harmless arguments: fchmod, fchownat, utimensat, fsetxattr, flock, shmget, msgctl,
     # mq_getsetattr
     witnesses: tuple[int, int, int, int, int, int, int, int]
@@ -97,7 +114,8 @@ def _self_only(prlimit64: int, setpriority: int, sched: tuple[int, ...], ioprio_
 # pidfd_getfd, process_madvise
 IO_URING = (425, 426, 427)
 NEW_METADATA = (452, 463, 466)
-NEW_NEVER = (428, 429, 430, 431, 432, 433, 442, 467, 438, 440)
+NEW_NEVER = (428, 429, 430, 431, 432, 433, 442, 467, 438, 440,
+             447, 449, 454, 455, 456)  # memfd_secret; futex_waitv, futex_wake, futex_wait, futex_requeue
 
 ARCHES = {
     # arch/x86/entry/syscalls/syscall_64.tbl
@@ -116,7 +134,11 @@ ARCHES = {
         # file the grading process opens, a classmate's work dir appearing) goes around Landlock (red team 13);
         # setsid setpgid: a descendant stays in the worker's process group, which the zygote kills whole
         never=(101, 310, 311, 303, 304, 321, 298, 323, 165, 166, 155, 308, 272, 246, 320, 175, 313, 176, *NEW_NEVER,
-               253, 254, 294, 300, 301, 112, 109),
+               253, 254, 294, 300, 301, 112, 109,
+               # memfd_create: pages no rlimit, disk cap or OOM killer counts; execve execveat: an exec'd program
+               # is dumpable again (a core_pattern pipe would run its helper as root on it)
+               319, 59, 322),
+        clone=56, futex=202, memfd_create=319,
         witnesses=(91, 260, 280, 190, 73, 29, 71, 245),
         # prlimit64, setpriority, sched_setparam sched_setscheduler sched_setaffinity sched_setattr, ioprio_set
         self_only=_self_only(302, 141, (142, 144, 203, 314), 251)),
@@ -129,8 +151,10 @@ ARCHES = {
         metadata=(52, 53, 55, 54, 88, 5, 6, 7, 14, 15, 16, 32, *NEW_METADATA),
         ipc=(194, 196, 195, 197, 190, 193, 191, 192, 186, 189, 188, 187, 180, 181, 182, 183, 184, 185),
         never=(117, 270, 271, 264, 265, 280, 241, 282, 40, 39, 41, 268, 97, 104, 294, 105, 273, 106, *NEW_NEVER,
-               # inotify_init1 inotify_add_watch fanotify_init fanotify_mark, setsid setpgid
-               26, 27, 262, 263, 157, 154),
+               # inotify_init1 inotify_add_watch fanotify_init fanotify_mark, setsid setpgid, memfd_create, execve
+               # execveat
+               26, 27, 262, 263, 157, 154, 279, 221, 281),
+        clone=220, futex=98, memfd_create=279,
         witnesses=(52, 54, 88, 7, 32, 194, 187, 185),
         self_only=_self_only(261, 140, (118, 119, 122, 274), 30)),
 }
@@ -160,7 +184,13 @@ def program(table: Table) -> list[tuple[int, int, int, int]]:
     code += [(JEQ_K, eperm, 0, nr) for nr in (*table.metadata, *table.ipc, *table.never)]
     code += [(JEQ_K, fcntl, 0, table.fcntl), (JEQ_K, ioctl, 0, table.ioctl)]
     code += [(JEQ_K, f"self {nr}", 0, nr) for nr, _ in table.self_only]
+    code += [(JEQ_K, "clone", 0, table.clone), (JEQ_K, "futex", 0, table.futex), (JEQ_K, "enosys", 0, CLONE3)]
     code.append((RET_K, 0, 0, RET_ALLOW))
+    # a new namespace (a user namespace gives its child every capability there): EPERM; a plain fork or thread passes
+    code += ["clone", (LD_W_ABS, 0, 0, OFF_ARG0_LOW), (JSET_K, eperm, "allow", CLONE_NEW)]
+    # a shared futex is keyed by the inode of the page (any file, any library): a channel between two workers
+    # graded at once; Python, glibc and torch use private ones only
+    code += ["futex", (LD_W_ABS, 0, 0, OFF_ARG1_LOW), (JSET_K, "allow", eperm, FUTEX_PRIVATE_FLAG)]
     for label, commands in ((fcntl, FCNTL_DENIED), (ioctl, IOCTL_DENIED)):
         code += [label, (LD_W_ABS, 0, 0, OFF_ARG1_LOW)]
         code += [(JEQ_K, eperm, 0, cmd) for cmd in commands]
@@ -172,7 +202,7 @@ def program(table: Table) -> list[tuple[int, int, int, int]]:
             code += [(LD_W_ABS, 0, 0, OFF_ARGS + 8 * arg), (JEQ_K, "allow" if last else 0, eperm, value)]
     # BPF jumps forward only: every target lies after every test
     code += [eperm, (RET_K, 0, 0, RET_ERRNO | errno.EPERM), eacces, (RET_K, 0, 0, RET_ERRNO | errno.EACCES),
-             "allow", (RET_K, 0, 0, RET_ALLOW)]
+             "enosys", (RET_K, 0, 0, RET_ERRNO | errno.ENOSYS), "allow", (RET_K, 0, 0, RET_ALLOW)]
     at: dict[str, int] = {}  # each label: the index of the instruction after it
     n = 0
     for ins in code:
@@ -260,7 +290,11 @@ def observed() -> dict[str, bool]:
         *(_errno_of(t.ioctl, -1, cmd, 0) for cmd in IOCTL_DENIED)))
     layers["seccomp_no_ipc"] = (_errno_of(shmget, 0, 0, 0) == errno.EPERM  # IPC_PRIVATE, 0 bytes: EINVAL unfiltered
                                 and _errno_of(msgctl, -1, 2, 0) == errno.EPERM  # IPC_STAT of id -1
-                                and _errno_of(mq_getsetattr, -1, 0, 0) == errno.EPERM)
+                                and _errno_of(mq_getsetattr, -1, 0, 0) == errno.EPERM
+                                and _errno_of(t.memfd_create, 0, 0) == errno.EPERM  # name NULL: EFAULT unfiltered
+                                # a shared FUTEX_WAKE at address NULL (EFAULT unfiltered); the private one passes
+                                and _errno_of(t.futex, 0, 1, 0) == errno.EPERM
+                                and _errno_of(t.futex, 0, 1 | FUTEX_PRIVATE_FLAG, 0) != errno.EPERM)
     # each aimed at a pid past any pid_max (ESRCH unfiltered, nothing changed); itself (pid 0) still allowed
     layers["seccomp_no_process_changes"] = all(_errno_of(nr, *_at_no_pid(conditions)) == errno.EPERM
                                                for nr, conditions in t.self_only) and _errno_of(
