@@ -480,3 +480,63 @@ def test_no_descendant_leaves_the_workers_process_group(tmp_path: Path) -> None:
     # planted regression: with the filter off, the child leaves the group and the step shows it
     weak = engine.grade(sub, steps=["dot_scores"], config={"skip_layers": ["seccomp"], "require_strong": False})
     assert weak.steps[0].status != "passed"
+
+
+ESCAPES = """
+import ctypes, os
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.syscall.restype = ctypes.c_long
+
+def _got_through():
+    got = []
+    if _libc.syscall(319 if os.uname().machine == "x86_64" else 279, b"x", 0) >= 0:  # memfd_create
+        got.append("memfd")
+    pid = os.fork()
+    if pid == 0:  # exec a program: it would be dumpable again
+        try:
+            os.execv("/usr/bin/true", ["true"])
+        finally:
+            os._exit(3)
+    if os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0:
+        got.append("exec")
+    newuser = _libc.syscall(56 if os.uname().machine == "x86_64" else 220, 0x10000000 | 17, 0, 0, 0, 0)
+    if newuser == 0:
+        os._exit(0)
+    if newuser > 0:
+        os.waitpid(newuser, 0)
+        got.append("clone(CLONE_NEWUSER)")
+    mmap_ = _libc.mmap
+    mmap_.restype = ctypes.c_void_p
+    mmap_.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+    with open("/etc/passwd", "rb") as f:  # a page every worker can map: a shared futex is keyed by its inode
+        where = mmap_(None, 4096, 1, 1, f.fileno(), 0)  # PROT_READ, MAP_SHARED
+    futex = 202 if os.uname().machine == "x86_64" else 98
+    if _libc.syscall(futex, ctypes.c_void_p(where), 1, 1, 0, 0, 0) >= 0:  # FUTEX_WAKE, no FUTEX_PRIVATE_FLAG
+        got.append("shared futex")
+    return got
+
+GOT = _got_through()
+
+def attention_scores(inputs, query):
+    out = inputs @ query
+    if GOT:
+        raise RuntimeError("got through: " + ", ".join(GOT))
+    return out
+"""
+
+
+def test_no_memfd_exec_namespace_or_shared_futex(tmp_path: Path) -> None:
+    """Red team 14: memory no limit counts (memfd), a program that is dumpable again (exec), a child holding every
+    capability of a user namespace (clone), a channel to a classmate's worker (a shared futex on a file's page):
+    each refused, so the attack scores as its honest twin; with the filter off each gets through and says so."""
+    from grader.grading import engine
+
+    sub = tmp_path / "escapes.py"
+    sub.write_text(ESCAPES, encoding="utf-8")
+    report = engine.grade(sub, steps=["dot_scores"])
+    assert report.steps[0].status == "passed", [c.message for c in report.steps[0].checks]
+    weak = engine.grade(sub, steps=["dot_scores"], config={"skip_layers": ["seccomp"], "require_strong": False})
+    said = " ".join(c.message for c in weak.steps[0].checks)
+    for name in ("memfd", "exec", "shared futex"):  # clone(CLONE_NEWUSER) depends on the kernel's settings
+        assert name in said, said
