@@ -411,6 +411,18 @@ def test_the_program_denies_each_listed_call_and_nothing_else(machine: str) -> N
         assert not {90, 92, 94, 132, 235, 261} & set(table.metadata)  # there these numbers are other calls
 
 
+def _scores_as_its_twin(tmp_path: Path, name: str, source: str) -> Any:
+    """Grade an attack (step 1 right, plus what it tries): with the filter on it must pass as its honest twin does;
+    returns its report with the filter off (a planted regression), for the caller to see the attack get through."""
+    from grader.grading import engine
+
+    sub = tmp_path / f"{name}.py"
+    sub.write_text(source, encoding="utf-8")
+    report = engine.grade(sub, steps=["dot_scores"])
+    assert report.steps[0].status == "passed", [c.message for c in report.steps[0].checks]
+    return engine.grade(sub, steps=["dot_scores"], config={"skip_layers": ["seccomp"], "require_strong": False})
+
+
 WATCHER = """
 import ctypes, os
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -427,15 +439,8 @@ def attention_scores(inputs, query):
 def test_no_worker_can_watch_shared_folders(tmp_path: Path) -> None:
     """inotify and fanotify go around Landlock (which file the grading process opens, a classmate's work dir
     appearing: red team 13); the filter refuses them, so the attack scores as its honest twin, full marks."""
-    from grader.grading import engine
-
-    sub = tmp_path / "watcher.py"
-    sub.write_text(WATCHER, encoding="utf-8")
-    report = engine.grade(sub, steps=["dot_scores"])
-    assert report.steps[0].status == "passed", [c.message for c in report.steps[0].checks]
-    # planted regression: with the filter off, the watch works and the step shows it
-    weak = engine.grade(sub, steps=["dot_scores"], config={"skip_layers": ["seccomp"], "require_strong": False})
-    assert weak.steps[0].status != "passed"
+    weak = _scores_as_its_twin(tmp_path, "watcher", WATCHER)
+    assert weak.steps[0].status != "passed"  # with the filter off, the watch works and the step shows it
 
 
 LEAVER = """
@@ -471,15 +476,8 @@ def test_no_descendant_leaves_the_workers_process_group(tmp_path: Path) -> None:
     """The zygote ends whatever a worker started by killing its process group (where a grader that is not root
     has no PID namespace or cgroup, that is all there is): setsid and setpgid are refused, so the attack scores as
     its honest twin."""
-    from grader.grading import engine
-
-    sub = tmp_path / "leaver.py"
-    sub.write_text(LEAVER, encoding="utf-8")
-    report = engine.grade(sub, steps=["dot_scores"])
-    assert report.steps[0].status == "passed", [c.message for c in report.steps[0].checks]
-    # planted regression: with the filter off, the child leaves the group and the step shows it
-    weak = engine.grade(sub, steps=["dot_scores"], config={"skip_layers": ["seccomp"], "require_strong": False})
-    assert weak.steps[0].status != "passed"
+    weak = _scores_as_its_twin(tmp_path, "leaver", LEAVER)
+    assert weak.steps[0].status != "passed"  # with the filter off, the child leaves the group and the step shows it
 
 
 ESCAPES = """
@@ -530,13 +528,7 @@ def test_no_memfd_exec_namespace_or_shared_futex(tmp_path: Path) -> None:
     """Red team 14: memory no limit counts (memfd), a program that is dumpable again (exec), a child holding every
     capability of a user namespace (clone), a channel to a classmate's worker (a shared futex on a file's page):
     each refused, so the attack scores as its honest twin; with the filter off each gets through and says so."""
-    from grader.grading import engine
-
-    sub = tmp_path / "escapes.py"
-    sub.write_text(ESCAPES, encoding="utf-8")
-    report = engine.grade(sub, steps=["dot_scores"])
-    assert report.steps[0].status == "passed", [c.message for c in report.steps[0].checks]
-    weak = engine.grade(sub, steps=["dot_scores"], config={"skip_layers": ["seccomp"], "require_strong": False})
+    weak = _scores_as_its_twin(tmp_path, "escapes", ESCAPES)
     said = " ".join(c.message for c in weak.steps[0].checks)
     for name in ("memfd", "exec", "shared futex"):  # clone(CLONE_NEWUSER) depends on the kernel's settings
         assert name in said, said
