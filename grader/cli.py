@@ -314,7 +314,7 @@ def grade(obj: dict, path: Path, fmt: str, secret: str | None, steps: tuple[str,
     """Grade one submission: a directory like exercises/, a .py file or a .ipynb notebook."""
     from grader.instructor.discovery import EMPTY, is_workspace, kind, locate
     from grader.learner import api
-    from grader.pool.session import InfrastructureError
+    from grader.pool.errors import InfrastructureError  # not pool.session, which imports torch
 
     need_input(path)
     need_output(out)

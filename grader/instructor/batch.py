@@ -29,7 +29,6 @@ import os
 import selectors
 import shutil
 import signal
-import socket
 import time
 import traceback
 from collections import Counter
@@ -39,7 +38,8 @@ from pathlib import Path
 from typing import Any
 
 from grader import i18n
-from grader.files import without_surrogates, write_atomic
+from grader.files import write_atomic
+from grader.grading import forked
 from grader.grading.report import clean
 from grader.i18n import N_, _
 from grader.instructor.discovery import (
@@ -62,7 +62,7 @@ from grader.instructor.gradebook import (
     result_key,
     secret_hash,
 )
-from grader.sandbox.framing import ChannelError, recv_msg, send_msg
+from grader.sandbox.framing import send_msg
 from grader.settings import DEFAULT_TIMEOUT, grader_version, resolve_secret
 
 # ---------------------------------------------------------------- grading processes (trusted)
@@ -75,44 +75,19 @@ from grader.settings import DEFAULT_TIMEOUT, grader_version, resolve_secret
 
 _GRADE_ARGS: dict[str, Any] = {}
 GRADING_ENTRY = f"{__name__}:grading_process"  # what the zygote runs in a grading process it forks
-_MAX_MESSAGE = 256 * 1024 * 1024  # a chunk's reports
-# the other end is gone, or what it sent is garbled (not JSON, not UTF-8); never a failure to encode our own message
-_LOST = (EOFError, OSError, ChannelError, json.JSONDecodeError, UnicodeDecodeError)
-
-
-def _encode(obj: Any) -> bytes:
-    """What the coordinating process sends, as ASCII JSON: a lone surrogate (a file name decoded with
-    surrogateescape) travels as an escape and arrives as it was, so the grading process opens that very file."""
-    return json.dumps(obj, ensure_ascii=True, allow_nan=False).encode()
-
-
-def _encode_results(obj: Any) -> bytes:
-    """What a grading process sends back, as UTF-8 JSON with every lone surrogate made U+FFFD: learner text that
-    reached a report without report.clean (a notebook's magic line quoted in a note) could otherwise not be
-    written by the coordinating process (a report file, the index) and would stop the whole batch."""
-    return without_surrogates(json.dumps(obj, ensure_ascii=False, allow_nan=False)).encode()
-
-
-def _send(sock: socket.socket, obj: Any) -> None:
-    send_msg(sock, _encode(obj))
-
-
-def _recv(sock: socket.socket) -> Any:
-    return json.loads(recv_msg(sock, max_bytes=_MAX_MESSAGE))
+# the machinery every grading process shares (grader.grading.forked: one submission's too)
+_MAX_MESSAGE, _LOST, GRADING_MEMORY = forked.MAX_MESSAGE, forked.LOST, forked.GRADING_MEMORY
+_encode, _encode_results, _send, _recv = forked.encode, forked.encode_results, forked.send, forked.recv
+_limit_memory = forked.limit_memory
 
 
 def grading_process(fd: int) -> None:
     """The main loop of a grading process (forked by the zygote): settings, then chunk after chunk."""
-    import torch
-
     from grader.pool.session import WeakSandbox
 
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the coordinating process decides what Ctrl-C means
-    torch.set_num_threads(1)
-    sock = socket.socket(fileno=fd)
     try:
-        _GRADE_ARGS.update(_recv(sock))
-        _limit_memory(int(_GRADE_ARGS.get("memory_bytes") or GRADING_MEMORY))
+        sock, settings = forked.enter(fd)
+        _GRADE_ARGS.update(settings)
         while True:
             chunk = _recv(sock)
             try:
@@ -139,20 +114,6 @@ def _reply(results: list[tuple[int, dict[str, Any] | None, str, float]]) -> byte
         except (TypeError, ValueError) as exc:
             out.append((i, None, f"the report could not be encoded: {type(exc).__name__}: {exc}", secs))
     return _encode_results(out)
-
-
-GRADING_MEMORY = 4 * 1024**3  # address space a grading process may add to what it inherited
-
-
-def _limit_memory(extra: int) -> None:
-    """A grading process judges learner tensors: whatever they provoke, it fails alone (MemoryError: that
-    submission's error) rather than waking the OOM killer for the whole machine."""
-    import resource
-
-    with open("/proc/self/statm") as f:
-        have = int(f.read().split()[0]) * resource.getpagesize()
-    with contextlib.suppress(ValueError, OSError):
-        resource.setrlimit(resource.RLIMIT_AS, (have + extra, resource.getrlimit(resource.RLIMIT_AS)[1]))
 
 
 def _config() -> dict[str, Any]:
@@ -273,20 +234,10 @@ class _Grader:
     """One trusted grading process (forked by the zygote) and the chunk it is working on."""
 
     def __init__(self, settings: dict[str, Any]):
-        from grader.pool import zygote
-
-        self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            try:
-                self.pid = zygote.zygote().grader(theirs.fileno(), GRADING_ENTRY)
-            except (OSError, ValueError):  # the zygote is gone: once more with a fresh one
-                try:
-                    self.pid = zygote.zygote(fresh=True).grader(theirs.fileno(), GRADING_ENTRY)
-                except (OSError, ValueError) as exc:
-                    self.sock.close()
-                    raise GradingUnavailable(f"could not start a grading process: {exc}") from None
-        finally:
-            theirs.close()
+            self.sock, self.pid = forked.start(GRADING_ENTRY)
+        except forked.Unavailable as exc:
+            raise GradingUnavailable(str(exc)) from None
         self.chunk: list[tuple[int, str]] = []
         self.tries = 0  # earlier attempts at this chunk, by grading processes that died
         _send(self.sock, settings)
@@ -479,7 +430,8 @@ def grade_groups(groups: list[list[Entry]], index: Index, out: Path, version: st
     work = [(i, str(group[0].path)) for i, group in enumerate(groups)]
     settings = {"secret": secret, "timeout": timeout if timeout is not None else DEFAULT_TIMEOUT, "lang": lang,
                 # with a secret, scores must be trustworthy: no grading on a sandbox missing a needed layer
-                "require_strong": bool(secret) and not allow_weak_sandbox, "steps": steps}
+                "require_strong": bool(secret) and not allow_weak_sandbox, "steps": steps,
+                "env": forked.settings_env()}  # what the trusted side reads from the environment
 
     def record(results: list[tuple[int, dict[str, Any] | None, str, float]]) -> None:
         for i, report, err, secs in results:

@@ -164,7 +164,7 @@ def run_autograder(*, root: str | Path = "/autograder", lang: str | None = None)
 
 
 def _run_autograder(root: Path, lang: str) -> Path:
-    from grader.grading import engine
+    from grader.grading import forked
     from grader.grading.cases_key import per_submission
     from grader.i18n import _
     from grader.render import reporters
@@ -190,7 +190,8 @@ def _run_autograder(root: Path, lang: str) -> Path:
         # hidden cases drawn from this upload's content: feedback read off one attempt is no use in the next
         course = resolve_secret(None)
         # one upload per container: the strong sandbox of that context, checked before any of its code runs
-        report = engine.grade(target, lang=lang, secret=per_submission(course, root / "submission"),
+        # in a trusted process forked from the zygote, as a batch grades: torch is imported once per container
+        report = forked.grade(target, lang=lang, secret=per_submission(course, root / "submission"),
                               config={"context": "container", "require_strong": bool(course)})
         doc = reporters.gradescope(report, time.monotonic() - start)
         doc["output"] = _("Graded {path}").format(

@@ -61,7 +61,8 @@ def record_progress(workspace: str | Path, report: Report) -> dict:
 def _grade_pictures(path: str | Path, html: str | Path | None, pictures: bool, **kwargs):  # type: ignore[no-untyped-def]
     """Grade; with `pictures`, also the weight matrices (grader.render.heatmap), and write the HTML report if asked."""
     if not (pictures or html):
-        from grader.grading.engine import grade as grade_report  # here, not at the top: `batch` never imports torch
+        # a grading process forked from the zygote: this process never imports torch (grader.grading.forked)
+        from grader.grading.forked import grade as grade_report
 
         return grade_report(path, **kwargs), {}
     from grader.render import heatmap
@@ -90,7 +91,9 @@ def grade(*, path: str | Path, fmt: str = "table", secret: str | None = None, st
         from grader.grading.cases_key import per_submission
 
         secret = per_submission(course_secret, Path(upload))
-    report, mats = _grade_pictures(path, html, fmt == "table" and to_terminal, steps=steps, secret=secret,
+    # the weight matrices only where they are drawn: a table on a terminal (_print_heatmaps)
+    pictures = fmt == "table" and to_terminal and Console().is_terminal
+    report, mats = _grade_pictures(path, html, pictures, steps=steps, secret=secret,
                                    timeout=timeout, lang=lang, config={"require_strong": strong})
     if fmt == "json":
         return reporters.to_json(report)

@@ -189,15 +189,16 @@ def _run(root: Path, lang: str) -> Path:
             path=target.name, names=", ".join(n for s in STEPS[:3] for n in s.names))))
         return results
     try:
-        from grader.grading import engine
+        from grader.grading import forked
         from grader.grading.cases_key import per_submission
         from grader.settings import resolve_secret
 
         # hidden cases drawn from this upload's content: feedback read off one attempt is no use in the next
         course = resolve_secret(None)
         secret = per_submission(course, student)
-        # one upload per container: the strong sandbox of that context, checked before any of its code runs
-        report = engine.grade(target, lang=lang, secret=secret,
+        # one upload per container: the strong sandbox of that context, checked before any of its code runs; in a
+        # trusted process forked from the zygote, as a batch grades: torch is imported once per container
+        report = forked.grade(target, lang=lang, secret=secret,
                               config={"context": "container", "require_strong": bool(course)})
         doc = reporters.prairielearn(report, lang)
     except Exception as exc:  # the grader's own failure, not the student's: no attempt used, never a 0

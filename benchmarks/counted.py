@@ -1,0 +1,107 @@
+"""Run a command and count what it costs, every process it starts included (a zygote, its workers, whatever
+outlives the command): wall time until the command exits, CPU time of the whole tree, and the peak of the tree's
+summed RSS (sampled every few ms).
+
+This process makes itself a child subreaper (Linux), so a descendant that outlives its parent (the zygote, once the
+command has exited) is re-parented here and reaped here: its CPU, and its own children's, then reach this process's
+RUSAGE_CHILDREN. Used by bench_grade.py; `python benchmarks/counted.py CMD...` runs one command.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import resource
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+
+PR_SET_CHILD_SUBREAPER = 36
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+@dataclass
+class Cost:
+    wall: float  # seconds until the command exited
+    cpu: float  # user + system seconds of every process of the tree
+    peak_rss: int  # bytes: the largest sum of the tree's resident sets seen at one sample
+    processes: int  # the most processes of the tree seen at one sample
+
+
+def _subreaper() -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER)")
+
+
+def _tree(root: int) -> list[int]:
+    """`root`'s descendants now (itself included), by the parent of every process in /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                ppid = int(f.read().rsplit(b")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+    out, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo += children.get(pid, [])
+    return out
+
+
+def _rss(pids: list[int]) -> int:
+    total = 0
+    for pid in pids:
+        with contextlib.suppress(OSError, IndexError, ValueError), open(f"/proc/{pid}/statm", "rb") as f:
+            total += int(f.read().split()[1]) * PAGE
+    return total
+
+
+def run(cmd: list[str], *, cwd: str | None = None, env: dict[str, str] | None = None,
+        interval: float = 0.005) -> Cost:
+    """Run `cmd` (its output discarded, a failure raised) and count its cost, every descendant included."""
+    _subreaper()
+    me = os.getpid()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    peak, most, done = 0, 0, threading.Event()
+
+    def sample() -> None:
+        nonlocal peak, most
+        while not done.is_set():
+            pids = [p for p in _tree(me) if p != me]
+            peak, most = max(peak, _rss(pids)), max(most, len(pids))
+            time.sleep(interval)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    t = time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+    sampler.start()
+    _, err = proc.communicate()
+    wall = time.perf_counter() - t
+    while True:  # what outlived it (the zygote, once its primary connection closed) ends here
+        try:
+            os.wait()
+        except ChildProcessError:
+            break
+    done.set()
+    sampler.join()
+    if proc.returncode:
+        raise RuntimeError(f"{cmd} exited {proc.returncode}: {err.decode(errors='replace')[-2000:]}")
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return Cost(wall, cpu, peak, most)
+
+
+if __name__ == "__main__":
+    c = run(sys.argv[1:])
+    print(f"wall {c.wall:.2f} s, cpu {c.cpu:.2f} s, peak summed RSS {c.peak_rss / 2**20:.0f} MiB "
+          f"({c.processes} processes at most)")

@@ -1,0 +1,202 @@
+"""Trusted grading processes forked from the zygote, and one submission graded in one (importable without torch).
+
+The zygote imported torch (never the reference, never the secret); a grading process forked from it shares that
+import, learns its settings and the secret afterwards over a socket of its own, imports the reference then, asks
+the zygote for its workers over the connection the zygote made for it at the fork (grader.pool.zygote), and sends
+back plain JSON. A batch keeps a pool of them (grader.instructor.batch); a single submission (`grade`, `check`,
+Gradescope's and PrairieLearn's run) gets one (`grade` below): either way the process that started the zygote
+never imports torch, so a cold grade pays for one torch import, not two.
+
+Messages are JSON, never pickles: no byte a worker could ever have written is unpickled anywhere.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+from grader.files import without_surrogates
+from grader.grading.report import CheckResult, Report, StepResult
+from grader.pool.errors import InfrastructureError, WeakSandbox
+from grader.sandbox.framing import ChannelError, recv_msg, send_msg
+from grader.settings import backend, resolve_secret
+
+MAX_MESSAGE = 256 * 1024 * 1024  # a batch chunk's reports
+# the other end is gone, or what it sent is garbled (not JSON, not UTF-8); never a failure to encode our own message
+LOST = (EOFError, OSError, ChannelError, json.JSONDecodeError, UnicodeDecodeError)
+GRADING_MEMORY = 4 * 1024**3  # address space a grading process may add to what it inherited
+# what the trusted side reads from its environment (grader.grading.reference, engine.strong_required): a grading
+# process has the zygote's filtered one, so these travel with its settings (the secret travels as a value)
+TRUSTED_ENV = ("ATTN_KATA_SOLUTIONS", "ATTN_KATA_ALLOW_WEAK_SANDBOX")
+
+
+class Unavailable(InfrastructureError):
+    """No grading process could be started (twice, the second time with a fresh zygote)."""
+
+
+def encode(obj: Any) -> bytes:
+    """ASCII JSON: a lone surrogate (a file name decoded with surrogateescape, learner text in a report) travels as
+    an escape and arrives as it was."""
+    return json.dumps(obj, ensure_ascii=True, allow_nan=False).encode()
+
+
+def encode_results(obj: Any) -> bytes:
+    """What a batch's grading process sends back, as UTF-8 JSON with every lone surrogate made U+FFFD: learner text
+    that reached a report without report.clean (a notebook's magic line quoted in a note) could otherwise not be
+    written by the coordinating process (a report file, the index) and would stop the whole batch."""
+    return without_surrogates(json.dumps(obj, ensure_ascii=False, allow_nan=False)).encode()
+
+
+def send(sock: socket.socket, obj: Any) -> None:
+    send_msg(sock, encode(obj))
+
+
+def recv(sock: socket.socket) -> Any:
+    return json.loads(recv_msg(sock, max_bytes=MAX_MESSAGE))
+
+
+def start(entry: str) -> tuple[socket.socket, int]:
+    """Fork a trusted grading process from this process's zygote (a fresh zygote if that one is gone) that runs
+    `entry` ("module:function") on its end of a new socketpair; (our end, its pid)."""
+    from grader.pool import zygote
+
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        try:
+            pid = zygote.zygote().grader(theirs.fileno(), entry)
+        except (OSError, ValueError):  # the zygote is gone: once more with a fresh one
+            try:
+                pid = zygote.zygote(fresh=True).grader(theirs.fileno(), entry)
+            except (OSError, ValueError) as exc:
+                ours.close()
+                raise Unavailable(f"could not start a grading process: {exc}") from None
+    finally:
+        theirs.close()
+    return ours, pid
+
+
+def settings_env() -> dict[str, str]:
+    return {k: os.environ[k] for k in TRUSTED_ENV if k in os.environ}
+
+
+def enter(fd: int, settings: dict[str, Any] | None = None) -> tuple[socket.socket, dict[str, Any]]:
+    """The first moments of a grading process (forked by the zygote): Ctrl-C is the starter's to decide, one torch
+    thread, its settings read from `fd` (with the environment the trusted side reads, and the starter's folder), an
+    address-space limit. Its socket and settings."""
+    import torch
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    torch.set_num_threads(1)
+    sock = socket.socket(fileno=fd)
+    settings = settings if settings is not None else recv(sock)
+    os.environ.update(settings.get("env") or {})
+    if settings.get("cwd"):
+        os.chdir(settings["cwd"])
+    limit_memory(int(settings.get("memory_bytes") or GRADING_MEMORY))
+    return sock, settings
+
+
+def limit_memory(extra: int) -> None:
+    """A grading process judges learner tensors: whatever they provoke, it fails alone (MemoryError: that
+    submission's error) rather than waking the OOM killer for the whole machine."""
+    import resource
+
+    with open("/proc/self/statm") as f:
+        have = int(f.read().split()[0]) * resource.getpagesize()
+    with contextlib.suppress(ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_AS, (have + extra, resource.getrlimit(resource.RLIMIT_AS)[1]))
+
+
+# ---------------------------------------------------------------- one submission
+
+ENTRY = f"{__name__}:grading_process"  # what the zygote runs in the grading process it forks for `grade`
+
+
+def wanted() -> bool:
+    """Grade in a forked grading process? On the Linux backend, unless this process has already imported torch
+    (the warm daemon, a Python session, a test): there the trusted side costs no second import, and the reference's
+    results it keeps serve the next grade."""
+    return backend() == "linux" and "torch" not in sys.modules
+
+
+def grade(path: str | Path, *, steps: list[str] | None = None, secret: str | None = None,
+          timeout: float | None = None, lang: str = "en", config: dict[str, Any] | None = None) -> Report:
+    """engine.grade, run in a trusted process forked from the zygote (`wanted`), else here: the same report.
+    Raises WeakSandbox and InfrastructureError as engine.grade does; a grader bug there is GradingFailed."""
+    from grader.settings import DEFAULT_TIMEOUT
+
+    timeout = DEFAULT_TIMEOUT if timeout is None else timeout
+    if not wanted():
+        from grader.grading import engine
+
+        return engine.grade(path, steps=steps, secret=secret, timeout=timeout, lang=lang, config=config)
+    settings = {"path": os.fsdecode(path), "steps": list(steps) if steps else None, "secret": resolve_secret(secret),
+                "timeout": timeout, "lang": lang, "config": config or {}, "env": settings_env(), "cwd": os.getcwd()}
+    for attempt in (1, 2):  # a grading process that dies (the OOM killer, a crash) is replaced once
+        sock, _pid = start(ENTRY)
+        try:
+            send(sock, settings)
+            answer = recv(sock)
+        except LOST as exc:
+            if attempt == 2:
+                raise InfrastructureError(f"the grading process died twice ({type(exc).__name__})") from None
+            continue
+        finally:
+            sock.close()
+        if not isinstance(answer, dict):
+            raise InfrastructureError("the grading process sent a malformed answer")
+        if "report" in answer:
+            return report_from_dict(answer["report"])
+        if "weak_sandbox" in answer:
+            raise WeakSandbox(str(answer["weak_sandbox"]))
+        if "infrastructure" in answer:
+            raise InfrastructureError(str(answer["infrastructure"]))
+        raise GradingFailed(str(answer.get("error", "the grading process failed")))
+    raise AssertionError("unreachable")
+
+
+class GradingFailed(Exception):
+    """The grading process met a grader bug (its exception, said in the message)."""
+
+
+def grading_process(fd: int) -> None:
+    """The grading process of one submission: its settings, engine.grade, the report as a dict; then it exits."""
+    try:
+        sock, settings = enter(fd)
+    except LOST:
+        return  # the starter is gone
+    try:
+        from grader.grading import engine
+
+        report = engine.grade(settings["path"], steps=settings["steps"], secret=settings["secret"],
+                              timeout=settings["timeout"], lang=settings["lang"], config=settings["config"])
+        answer: dict[str, Any] = {"report": report.to_dict()}
+    except WeakSandbox as exc:  # before InfrastructureError: it is one
+        answer = {"weak_sandbox": str(exc)}
+    except InfrastructureError as exc:
+        answer = {"infrastructure": str(exc)}
+    except Exception as exc:  # a grader bug: said by the starter, never a score
+        answer = {"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc(limit=5)}
+    try:
+        data = encode(answer)
+    except (TypeError, ValueError) as exc:  # a report json cannot hold (a NaN score: a grader bug)
+        data = encode({"error": f"the report could not be encoded: {type(exc).__name__}: {exc}"})
+    with contextlib.suppress(*LOST):
+        send_msg(sock, data)
+
+
+def report_from_dict(d: dict[str, Any]) -> Report:
+    """The Report whose to_dict() is `d` (Report.to_dict's inverse: the same JSON, byte for byte)."""
+    steps = [StepResult(s["id"], s["title"], s["score"], s["max_score"], s["status"],
+                        [CheckResult(c["name"], c["score"], c["max_score"], c["passed"], c["message"])
+                         for c in s["checks"]], s["detail"], s["message"], [dict(x) for x in s["diagnoses"]])
+             for s in d["steps"]]
+    return Report(d["submission"], steps, notes=list(d["notes"]), grader_version=d["grader_version"],
+                  schema_version=d["schema_version"], flags=[dict(f) for f in d["flags"]], sandbox=dict(d["sandbox"]))

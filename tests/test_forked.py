@@ -1,0 +1,206 @@
+"""One submission graded in a trusted process forked from the zygote (grader/grading/forked.py), as a batch grades:
+the command that grades (`grade`, `check --no-daemon`, Gradescope's and PrairieLearn's run) never imports torch, so
+a cold grade pays for one torch import (the zygote's), and its report is byte for byte the one the trusted side
+gives in-process (a process that has imported torch already, as the warm daemon has, grades there)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from grader.grading import forked
+from grader.grading.report import CheckResult, Report, StepResult
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "tests" / "fixtures"
+# after the command: did this process import torch? (atexit runs after click's sys.exit)
+PROBE = ("import atexit, sys; atexit.register(lambda: sys.stderr.write('\\ntorch imported: %s\\n' % "
+         "('torch' in sys.modules)))\n")
+
+
+def _kata(args: list[str], *, preload_torch: bool = False, env: dict[str, str] | None = None,
+          cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    """`attn-kata ARGS` in a fresh process; `preload_torch`: torch imported first, so the trusted side runs
+    in-process (forked.wanted)."""
+    code = PROBE + ("import torch\n" if preload_torch else "") + "from grader.cli import main; main()"
+    full_env = {**os.environ, "OMP_NUM_THREADS": "1", "ATTN_KATA_LANG": "", **(env or {})}
+    return subprocess.run([sys.executable, "-c", code, "--no-daemon", "--lang", "en", *args], cwd=cwd, env=full_env,
+                          capture_output=True, text=True, timeout=600)
+
+
+def _torch_imported(run: subprocess.CompletedProcess) -> bool:
+    line = [x for x in run.stderr.splitlines() if x.startswith("torch imported: ")][-1]
+    return line.endswith("True")
+
+
+@pytest.mark.parametrize(("path", "secret"), [
+    ("solutions", "forked-a"),
+    ("tests/fixtures/buggy/ca_mask_after_softmax.py", "forked-a"),
+    ("tests/fixtures/buggy/ca_mask_after_softmax.py", "forked-b"),
+    ("tests/fixtures/buggy/all_loops.py", ""),
+])
+def test_a_cold_grade_forks_its_trusted_side_and_reports_the_same_bytes(path: str, secret: str) -> None:
+    args = ["grade", path, "--format", "json", "--allow-weak-sandbox"]
+    env = {"ATTN_KATA_SECRET": secret}
+    cold = _kata(args, env=env)
+    warm = _kata(args, env=env, preload_torch=True)
+    assert cold.returncode == warm.returncode == 0, cold.stderr + warm.stderr
+    assert not _torch_imported(cold), "the command imported torch: the trusted side did not move to the fork"
+    assert _torch_imported(warm)
+    assert cold.stdout == warm.stdout  # byte for byte
+    assert json.loads(cold.stdout)["steps"]
+
+
+@pytest.mark.parametrize("fmt", ["gradescope", "prairielearn", "table"])
+def test_every_format_but_the_pictures_grades_without_torch_in_the_command(fmt: str) -> None:
+    args = ["grade", "tests/fixtures/buggy/ca_mask_after_softmax.py", "--format", fmt, "--step", "causal_attention"]
+    cold, warm = _kata(args), _kata(args, preload_torch=True)
+    assert cold.returncode == warm.returncode == 0, cold.stderr + warm.stderr
+    assert not _torch_imported(cold)
+    if fmt == "gradescope":  # its wall clock aside
+        cold_doc, warm_doc = json.loads(cold.stdout), json.loads(warm.stdout)
+        assert cold_doc.pop("execution_time") >= 0 and warm_doc.pop("execution_time") >= 0
+        assert cold_doc == warm_doc
+    else:
+        assert cold.stdout == warm.stdout
+
+
+def test_check_without_the_daemon_forks_its_trusted_side_too(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    init = _kata(["init", str(ws)])
+    assert init.returncode == 0, init.stderr
+    shutil.copy(ROOT / "solutions" / "dot_scores.py", ws / "dot_scores.py")
+    run = _kata(["check", "dot_scores"], cwd=ws)  # a pipe, not a terminal: no heatmaps to draw
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert not _torch_imported(run)
+    assert "5/5" in run.stdout
+
+
+@pytest.mark.parametrize("platform", ["gradescope", "prairielearn"])
+def test_gradescope_and_prairielearn_runs_import_torch_once(tmp_path: Path, platform: str) -> None:
+    """Their run grades in a forked grading process; results.json is the in-process one (its wall clock aside)."""
+    docs = []
+    for preload in (False, True):
+        root = tmp_path / f"{platform}-{preload}"
+        upload = root / ("submission" if platform == "gradescope" else "student")
+        upload.mkdir(parents=True)
+        shutil.copy(FIXTURES / "buggy" / "ca_mask_after_softmax.py", upload / "attention.py")
+        run = _kata([platform, "run", "--root", str(root)], preload_torch=preload)
+        assert run.returncode == 0, run.stderr
+        assert _torch_imported(run) is preload
+        doc = json.loads((root / "results" / "results.json").read_text())
+        doc.pop("execution_time", None)
+        docs.append(doc)
+    assert docs[0] == docs[1]
+    assert docs[0]["tests"] and "autograder failed" not in str(docs[0].get("output", "")), docs[0]
+
+
+def _descendants_named(name: str, ancestor: int) -> list[int]:
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            if Path(f"/proc/{entry}/comm").read_text().strip() != name:
+                continue
+            pid = int(entry)
+            while pid > 1:
+                stat = Path(f"/proc/{pid}/stat").read_text()
+                pid = int(stat.rsplit(")", 1)[1].split()[1])
+                if pid == ancestor:
+                    out.append(int(entry))
+                    break
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+def test_the_secret_reaches_the_grading_process_only_never_the_zygote(tmp_path: Path) -> None:
+    """The zygote (and so every worker it forks) is started without the secret, in its arguments or environment;
+    the forked grading process learns it over its own socket, after the fork. Read from /proc while a slow
+    submission keeps them all alive."""
+    secret = "forked-term-key-" + "5309"
+    slow = (ROOT / "solutions" / "dot_scores.py").read_text().replace(
+        "    return attn_scores", "    import time\n    time.sleep(0.5)\n    return attn_scores")
+    (tmp_path / "slow.py").write_text(slow)
+    seen: dict[str, list[bytes]] = {"attn-zygote": [], "attn-grade": [], "attn-worker": []}
+    done = threading.Event()
+
+    def look() -> None:
+        me = os.getpid()
+        while not done.is_set():
+            for name, found in seen.items():
+                for pid in _descendants_named(name, me):
+                    for what in ("environ", "cmdline"):
+                        with contextlib.suppress(OSError):  # a worker of another uid
+                            found.append(Path(f"/proc/{pid}/{what}").read_bytes())
+            time.sleep(0.02)
+
+    looker = threading.Thread(target=look)
+    looker.start()
+    try:
+        run = _kata(["grade", str(tmp_path / "slow.py"), "--step", "dot_scores", "--format", "json",
+                     "--allow-weak-sandbox"], env={"ATTN_KATA_SECRET": secret})
+    finally:
+        done.set()
+        looker.join()
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout)["steps"][0]["status"] == "passed"
+    assert seen["attn-zygote"] and seen["attn-grade"], "the processes were not seen: this proves nothing"
+    for name, found in seen.items():
+        assert not any(secret.encode() in blob for blob in found), f"the secret is in the {name}'s environment"
+
+
+def test_a_grading_process_that_cannot_start_is_an_infrastructure_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    from grader.pool import zygote
+    from grader.pool.errors import InfrastructureError
+
+    def refuse(self: zygote.Zygote, fd: int, entry: str) -> int:
+        raise OSError("refused")
+
+    monkeypatch.setattr(forked, "wanted", lambda: True)
+    monkeypatch.setattr(zygote.Zygote, "grader", refuse)
+    try:
+        with pytest.raises(InfrastructureError, match="refused"):
+            forked.grade(ROOT / "solutions", steps=["dot_scores"])
+    finally:
+        zygote.stop()
+
+
+def test_a_grading_process_grades_when_asked_from_any_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """forked.grade from this test process (which has torch): the same report as engine.grade."""
+    from grader.grading import engine
+    from grader.pool import zygote
+
+    monkeypatch.setattr(forked, "wanted", lambda: True)
+    try:
+        there = forked.grade(FIXTURES / "buggy" / "ca_mask_after_softmax.py", steps=["causal_attention"],
+                             secret="forked-c")
+    finally:
+        zygote.stop()
+    here = engine.grade(FIXTURES / "buggy" / "ca_mask_after_softmax.py", steps=["causal_attention"],
+                        secret="forked-c")
+    assert json.dumps(there.to_dict()) == json.dumps(here.to_dict())
+
+
+def test_report_from_dict_inverts_to_dict() -> None:
+    rep = Report("näive\udcff.py", [
+        StepResult("softmax", "2. softmax", 1, 3.0, "partial",
+                   [CheckResult("rows sum to 1", 1, 1, True), CheckResult("dim", 0.0, 2.0, False, "dim=0 \udc80 ✗")],
+                   "wrong_answer", "", [{"id": "softmax_dim0", "message": "normalised over the wrong axis"}]),
+        StepResult("dot_scores", "1. dot", 0.0, 5.0, "error", [], "crashed", "raised ValueError: x")],
+        notes=["a note"], grader_version="0.1.0", flags=[{"where": "a.py:1", "what": "gc"}],
+        sandbox={"backend": "linux", "layers": ["pid_namespace"], "strong_required": False})
+    doc = rep.to_dict()
+    again = forked.report_from_dict(json.loads(forked.encode(doc)))
+    assert json.dumps(again.to_dict()) == json.dumps(doc)
+    assert again.score == rep.score and again.max_score == rep.max_score
