@@ -326,7 +326,7 @@ def grade(obj: dict, path: Path, fmt: str, secret: str | None, steps: tuple[str,
             path = found.path
         elif found.status != EMPTY:
             fail(_("attn-kata: {path}: {reason}").format(path=path, reason=found.reason))
-    if fmt == "prairielearn" and (text := _not_gradable(path)):  # what cannot be read costs no attempt
+    if fmt in ("prairielearn", "gradescope") and (text := _not_gradable(path, fmt)):  # what cannot be read: once
         _write_or_echo(text, out)
         return
     try:
@@ -519,13 +519,17 @@ def gradescope_run(root: Path) -> None:
     click.echo(f"wrote {path}")
 
 
-def _not_gradable(path: Path) -> str:
-    """PrairieLearn's `gradable: false` document when the submission cannot be read (nothing runs), else ""."""
+def _not_gradable(path: Path, fmt: str) -> str:
+    """The platform's document for a submission that cannot be read (nothing runs), else "": PrairieLearn's
+    `gradable: false` (no attempt used), Gradescope's 0 with the reason once."""
     from grader.instructor.batch import screen
-    from grader.render.reporters import not_gradable
+    from grader.render.reporters import gradescope_not_gradable, not_gradable
 
     status, problem = screen(path)
-    return json.dumps(not_gradable(problem), ensure_ascii=False, indent=2) if status else ""
+    if not status:
+        return ""
+    doc = not_gradable(problem) if fmt == "prairielearn" else gradescope_not_gradable(problem)
+    return json.dumps(doc, ensure_ascii=False, indent=2)
 
 
 def _write_or_echo(text: str, out: Path | None) -> None:

@@ -86,7 +86,7 @@ def test_bad_input_is_a_clear_error_not_a_traceback(tmp_path: Path) -> None:
 def test_an_upload_that_cannot_be_read_is_a_report_with_the_reason(tmp_path: Path, fmt: str) -> None:
     """A file the grader rejects on reading (not JSON, a cell source that is not text, over the size cap) is every
     step's error with that one reason, in every format: never a traceback (it was a KeyError from checks not yet
-    loaded, and on Gradescope a 0 with "the autograder failed")."""
+    loaded, and on Gradescope a 0 with "the autograder failed"); Gradescope's format says it once, as its run does."""
     bad = tmp_path / "broken.ipynb"
     bad.write_text('{"cells": [{"cell_type": "code", "source": 7}], "nbformat": 4, "nbformat_minor": 5}')
     proc = kata("grade", str(bad), "--format", fmt)
@@ -98,8 +98,10 @@ def test_an_upload_that_cannot_be_read_is_a_report_with_the_reason(tmp_path: Pat
         assert {s["status"] for s in doc["steps"]} == {"error"}
         assert all("not text" in s["checks"][0]["message"] or "cell" in s["checks"][0]["message"]
                    for s in doc["steps"]), doc["steps"][0]
-    elif fmt == "gradescope":
-        assert json.loads(proc.stdout)["tests"]
+    elif fmt == "gradescope":  # Gradescope's one verdict for what cannot be graded: a 0, the reason once, no test
+        doc = json.loads(proc.stdout)
+        assert doc["score"] == 0 and doc["tests"] == [], doc
+        assert doc["output"].startswith("Not graded: ") and "cell" in doc["output"], doc["output"]
 
 
 BAD_CLI = {  # each once gave a traceback, blocked or replaced a device (red team 8)
