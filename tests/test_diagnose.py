@@ -275,3 +275,16 @@ def test_a_silent_name_is_quoted_cleaned(tmp_path: Path) -> None:
     step = grade(p, steps=["multihead_attention"]).steps[0]
     found = [d["message"] for d in step.diagnoses if d["id"] == "roles_by_order"]
     assert found and "\x1b" not in found[0] and "z" * 60 not in found[0] and "[2J" in found[0], step.diagnoses
+
+
+def test_a_message_suggests_no_cause_the_evidence_does_not_show() -> None:
+    """A context vector of the wrong shape gets no upstream gradient at all: its gradient check says the shape, never
+    "no gradient reaches …: avoid .detach()" (nothing was detached); numbers read as every message writes them."""
+    report = grade(BUGGY / "ctx_wrong_dim.py", steps=["context_vector"])
+    messages = [c.message for c in report.steps[0].checks if not c.passed]
+    grad = [c.message for c in report.steps[0].checks if c.name.startswith("gradients")]
+    assert grad and "shape" in grad[0] and "detach" not in grad[0], grad
+    assert not any("no gradient reaches" in m for m in messages), messages
+    sums = grade(BUGGY / "softmax_dim0.py", steps=["softmax"])
+    rows = [c.message for c in sums.steps[0].checks if c.name.startswith("every row")]
+    assert rows and not re.search(r"\d\.\d{7,}", rows[0]), rows  # 6 significant digits, not 17

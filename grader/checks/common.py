@@ -134,6 +134,8 @@ def grads_match(r: Outcome, case: str, what: str) -> None:
     """Every parameter's gradient equals the reference's (so gradients reach every weight)."""
     want = r.want(case, "grads")
     got = r.got(case, "grads")
+    # an output of the wrong shape gets no upstream gradient at all: say the shape, not "detached"
+    expect.shape(expect.tensor(r.got(case), what), r.want(case).shape, what)
     missing = [n for n in want if not got.get(n)]
     expect.true(not missing, _("no gradient reaches {names}: is something detached, or unused?").format(
         names=", ".join(missing)))

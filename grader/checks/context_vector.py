@@ -48,7 +48,9 @@ def _check(r: Outcome) -> None:
 
 @check(STEP, N_("gradients flow back to attn_weights and inputs"))
 def _check(r: Outcome) -> None:
-    r.got("grad")  # a case that raised says so: an exception is no gradient problem
+    # a case that raised says so (an exception is no gradient problem), and so does a wrong shape: the gradient is
+    # taken against an upstream gradient of the right shape, so nothing detached need be the cause
+    expect.shape(expect.tensor(r.got("grad"), _("context vector")), r.want("grad").shape, _("context vector"), DIMS)
     for name in ("attn_weights", "inputs"):
         expect.true(r.has("grad", f"grad.{name}"),
                     _("no gradient reaches `{name}`: avoid .item(), .detach() or torch.tensor([...]) "

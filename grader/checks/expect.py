@@ -73,6 +73,11 @@ def close(got: Any, want: torch.Tensor, what: str, dims: Sequence[str] | None = 
                  n=bad.numel(), diff=diff.max().item(), extra=extra))
 
 
+def numbers(values: torch.Tensor, n: int = 3) -> str:
+    """The first `n` values, formatted as every message formats a number (6 significant digits)."""
+    return "[" + ", ".join(f"{v:.6g}" for v in values.flatten()[:n].tolist()) + "]"
+
+
 def true(cond: bool, message: str) -> None:
     if not cond:
         raise Failed(message)
