@@ -1,8 +1,12 @@
 """How long grading one submission takes, cold and warm, and where the CPU goes.
 
-    python benchmarks/bench_grade.py [-n 10] [PATH]
+    python benchmarks/bench_grade.py [-n 10] [--rounds 3] [--before DIR] [PATH]
 
-- cold: `attn-kata grade PATH --format json` as a fresh process (imports torch, starts the zygote);
+- cold: `attn-kata --no-daemon grade PATH --format json` as a fresh process (never the warm daemon's answer),
+  interleaved round by round with `python -I -c "import torch"`: wall time, CPU of every process it starts (the
+  zygote, the grading process, the worker: benchmarks/counted.py) and the peak of their summed RSS and PSS, each
+  as a median and as a ratio to one torch import. `--before DIR`: the same cold grade run from another checkout of
+  the kata (e.g. `git worktree add DIR HEAD~1`), in the same rounds;
 - warm: engine.grade() in a process that has already graded once (what `watch` and `batch` see);
 - split: the worker's CPU (reported by the worker itself), the trusted side's CPU for collecting
   and for judging (pytest), per submission.
@@ -11,8 +15,8 @@
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -21,21 +25,52 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import counted  # noqa: E402
+
+
+def cold(path: str, rounds: int, before: str | None) -> None:
+    """A cold grade against one torch import, interleaved; every process of each command counted."""
+    env = {**os.environ, "ATTN_KATA_NO_DAEMON": "1"}
+    runs: dict[str, tuple[list[str], str]] = {
+        "import torch": ([sys.executable, "-I", "-c", "import torch"], str(ROOT)),
+        "cold grade": ([sys.executable, "-m", "grader", "--no-daemon", "grade", os.path.abspath(path), "--format",
+                        "json"], str(ROOT))}
+    if before:  # `python -m grader` from that folder imports its grader (the current folder comes first)
+        runs["cold grade (before)"] = (runs["cold grade"][0], before)
+    costs: dict[str, list[counted.Cost]] = {k: [] for k in runs}
+    loads = []
+    for _ in range(rounds):
+        for name, (cmd, cwd) in runs.items():
+            costs[name].append(counted.run(cmd, cwd=cwd, env=env))
+        loads.append(os.getloadavg()[0])
+    torch_cpu = statistics.median(c.cpu for c in costs["import torch"])
+    torch_wall = statistics.median(c.wall for c in costs["import torch"])
+    print(f"{rounds} interleaved rounds; load average (1 min) after each: {', '.join(f'{x:.1f}' for x in loads)}")
+    for name, cs in costs.items():
+        cpu, wall = statistics.median(c.cpu for c in cs), statistics.median(c.wall for c in cs)
+        rss, pss = max(c.peak_rss for c in cs) / 2**20, max(c.peak_pss for c in cs) / 2**20
+        print(f"  {name:20} CPU {cpu:5.2f} s ({cpu / torch_cpu:.2f}x torch)  wall {wall:5.2f} s "
+              f"({wall / torch_wall:.2f}x)  peak summed RSS {rss:4.0f} MiB, PSS {pss:4.0f} MiB, "
+              f"{max(c.processes for c in cs)} processes")
+        if name != "import torch":  # per round, against that round's torch import: the load drifts
+            ratios = [c.cpu / t.cpu for c, t in zip(cs, costs["import torch"], strict=True)]
+            print(f"  {'':20} CPU ratio per round: {', '.join(f'{r:.2f}' for r in ratios)}")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("path", nargs="?", default=str(ROOT / "solutions"))
     ap.add_argument("-n", type=int, default=10)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--before", default=None, help="another checkout of the kata, graded cold in the same rounds")
+    ap.add_argument("--cold-only", action="store_true")
     args = ap.parse_args()
 
-    cold = []
-    for _ in range(3):
-        t = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "grader", "grade", args.path, "--format", "json"], check=True,
-                       capture_output=True, cwd=ROOT)
-        cold.append(time.perf_counter() - t)
-    print(f"cold `attn-kata grade` (fresh process): median {statistics.median(cold):.2f} s of {len(cold)}")
+    cold(args.path, args.rounds, args.before)
+    if args.cold_only:
+        return
 
     from grader.grading import engine
     from grader.pool import zygote

@@ -29,6 +29,7 @@ class Cost:
     cpu: float  # user + system seconds of every process of the tree
     peak_rss: int  # bytes: the largest sum of the tree's resident sets seen at one sample
     processes: int  # the most processes of the tree seen at one sample
+    peak_pss: int = 0  # bytes: the same for proportional set sizes (a page shared by n processes counts 1/n each)
 
 
 def _subreaper() -> None:
@@ -65,19 +66,32 @@ def _rss(pids: list[int]) -> int:
     return total
 
 
+def _pss(pids: list[int]) -> int:
+    """What the tree's memory really holds: pages shared after a fork are counted once in all (what a container's
+    memory limit counts), where summed RSS counts them in every process that maps them."""
+    total = 0
+    for pid in pids:
+        with contextlib.suppress(OSError, ValueError), open(f"/proc/{pid}/smaps_rollup", "rb") as f:
+            for line in f:
+                if line.startswith(b"Pss:"):
+                    total += int(line.split()[1]) * 1024
+                    break
+    return total
+
+
 def run(cmd: list[str], *, cwd: str | None = None, env: dict[str, str] | None = None,
         interval: float = 0.005) -> Cost:
     """Run `cmd` (its output discarded, a failure raised) and count its cost, every descendant included."""
     _subreaper()
     me = os.getpid()
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    peak, most, done = 0, 0, threading.Event()
+    peak, pss, most, done = 0, 0, 0, threading.Event()
 
     def sample() -> None:
-        nonlocal peak, most
+        nonlocal peak, pss, most
         while not done.is_set():
             pids = [p for p in _tree(me) if p != me]
-            peak, most = max(peak, _rss(pids)), max(most, len(pids))
+            peak, pss, most = max(peak, _rss(pids)), max(pss, _pss(pids)), max(most, len(pids))
             time.sleep(interval)
 
     sampler = threading.Thread(target=sample, daemon=True)
@@ -98,10 +112,10 @@ def run(cmd: list[str], *, cwd: str | None = None, env: dict[str, str] | None = 
         raise RuntimeError(f"{cmd} exited {proc.returncode}: {err.decode(errors='replace')[-2000:]}")
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return Cost(wall, cpu, peak, most)
+    return Cost(wall, cpu, peak, most, pss)
 
 
 if __name__ == "__main__":
     c = run(sys.argv[1:])
-    print(f"wall {c.wall:.2f} s, cpu {c.cpu:.2f} s, peak summed RSS {c.peak_rss / 2**20:.0f} MiB "
-          f"({c.processes} processes at most)")
+    print(f"wall {c.wall:.2f} s, cpu {c.cpu:.2f} s, peak summed RSS {c.peak_rss / 2**20:.0f} MiB, PSS "
+          f"{c.peak_pss / 2**20:.0f} MiB ({c.processes} processes at most)")

@@ -175,8 +175,19 @@ def grading_process(fd: int) -> None:
     try:
         from grader.grading import engine
 
-        report = engine.grade(settings["path"], steps=settings["steps"], secret=settings["secret"],
-                              timeout=settings["timeout"], lang=settings["lang"], config=settings["config"])
+        path, steps, secret, lang = settings["path"], settings["steps"], settings["secret"], settings["lang"]
+        config = dict(settings["config"])
+        # said outright: engine.start's worker set-up would otherwise look for the secret in the environment
+        config.setdefault("require_strong", engine.strong_required(config, secret))
+        # engine.grade, with the worker started first (as a batch does): it confines itself and imports the
+        # submission while this process imports the reference and computes its results
+        started = engine.start(path, steps=steps, lang=lang, config=config)
+        try:
+            col = engine.collect(path, steps=steps, secret=secret, timeout=settings["timeout"], lang=lang,
+                                 config=config, started=started)
+        finally:
+            started.close()
+        report = engine.judge([col], secret=secret)[0]
         answer: dict[str, Any] = {"report": report.to_dict()}
     except WeakSandbox as exc:  # before InfrastructureError: it is one
         answer = {"weak_sandbox": str(exc)}
