@@ -532,8 +532,10 @@ def test_a_worker_cannot_read_the_secret_from_a_grading_process(tmp_path: Path) 
     klass.mkdir()
     (klass / "hunter.py").write_text(SECRET_HUNT)
     slow = (ROOT / "solutions" / "dot_scores.py").read_text().replace(
-        "    return attn_scores", "    import time\n    time.sleep(0.3)\n    return attn_scores")
-    (klass / "slow.py").write_text(slow)  # keeps the grading process alive while this test hunts too
+        "    return attn_scores", "    import time\n    time.sleep(0.8)\n    return attn_scores")
+    # keeps the grading process alive while this test hunts too: a few seconds, long enough for a search of every
+    # process's memory on a loaded machine (at 0.3 s a call it missed the process 2 times in 4 there)
+    (klass / "slow.py").write_text(slow)
     hunt: dict = {}
     exec(compile(SECRET_HUNT, "hunt", "exec"), hunt)
     found_outside: list[bool] = []
