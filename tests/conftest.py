@@ -35,10 +35,20 @@ LACKS_BY_DESIGN = frozenset() if os.geteuid() == 0 else ROOT_ONLY
 WAIVER = "ATTN_KATA_ALLOW_WEAK_SANDBOX"
 
 
+# the modules that start real graders, daemons, notebooks or platforms again and again (each over 30 s here):
+# `pytest -m "not slow"` leaves them out, a developer's quick loop; CI runs everything
+SLOW_MODULES = {"test_platforms", "test_doctor", "test_secrets", "test_daemon", "test_batch", "test_nbgrader",
+                "test_class_folder", "test_forked", "test_i18n", "test_packaging", "test_gradebook", "test_hostile",
+                "test_cli", "test_init", "test_first_contact"}
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        if item.module is not None and item.module.__name__.rsplit(".", 1)[-1] in SANDBOX_MODULES:
+        module = item.module.__name__.rsplit(".", 1)[-1] if item.module is not None else ""
+        if module in SANDBOX_MODULES:
             item.add_marker(pytest.mark.sandbox)
+        if module in SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:
