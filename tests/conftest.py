@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -105,3 +107,13 @@ def public_tmp() -> Iterator[Path]:
         yield folder
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def autograder_zip(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The Gradescope autograder zip, built once (test_gradescope, test_platform_scripts)."""
+    out = tmp_path_factory.mktemp("build") / "autograder.zip"
+    proc = subprocess.run([sys.executable, "-m", "grader", "gradescope", "build", "--out", str(out)],
+                          cwd=Path(__file__).resolve().parent.parent, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return out

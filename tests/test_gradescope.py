@@ -10,23 +10,12 @@ import sys
 import zipfile
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import submissions  # noqa: E402
 
 from grader.instructor import gradescope  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def autograder_zip(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("build") / "autograder.zip"
-    proc = subprocess.run([sys.executable, "-m", "grader", "gradescope", "build", "--out", str(out)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    return out
 
 
 def test_zip_layout(autograder_zip: Path) -> None:
@@ -42,7 +31,8 @@ def test_zip_layout(autograder_zip: Path) -> None:
         assert "secret.txt" not in names
 
 
-def _tree(tmp_path: Path, autograder_zip: Path) -> Path:
+def gradescope_tree(tmp_path: Path, autograder_zip: Path) -> Path:
+    """Gradescope's layout: the zip unpacked in source/, run_autograder copied beside it, an empty submission/."""
     root = tmp_path / "autograder"
     (root / "submission").mkdir(parents=True)
     with zipfile.ZipFile(autograder_zip) as zf:
@@ -61,7 +51,7 @@ def _run(root: Path) -> dict:
 
 
 def test_run_autograder_grades_a_notebook(tmp_path: Path, autograder_zip: Path) -> None:
-    root = _tree(tmp_path, autograder_zip)
+    root = gradescope_tree(tmp_path, autograder_zip)
     (root / "submission" / "chapter3.ipynb").write_text(submissions.notebook_source("wrong_mask"), encoding="utf-8")
     res = _run(root)
     assert 0 < res["score"] < sum(t["max_score"] for t in res["tests"])
@@ -76,7 +66,7 @@ def test_run_autograder_grades_a_notebook(tmp_path: Path, autograder_zip: Path) 
 def test_run_autograder_says_why_an_upload_cannot_be_read(tmp_path: Path, autograder_zip: Path) -> None:
     """An upload the grader rejects on reading is a report of that reason for the student, not "the autograder
     failed" (a KeyError, before the checks were loaded, made every rejected upload one)."""
-    root = _tree(tmp_path, autograder_zip)
+    root = gradescope_tree(tmp_path, autograder_zip)
     (root / "submission" / "chapter3.ipynb").write_text(
         '{"cells": [{"cell_type": "code", "source": 7}], "nbformat": 4, "nbformat_minor": 5}', encoding="utf-8")
     res = _run(root)
@@ -86,7 +76,7 @@ def test_run_autograder_says_why_an_upload_cannot_be_read(tmp_path: Path, autogr
 
 
 def test_run_autograder_without_a_submission(tmp_path: Path, autograder_zip: Path) -> None:
-    root = _tree(tmp_path, autograder_zip)
+    root = gradescope_tree(tmp_path, autograder_zip)
     res = _run(root)
     assert res["score"] == 0
     assert "No submission" in res["output"]
@@ -160,7 +150,8 @@ def test_answers_learned_from_earlier_attempts_are_no_use(tmp_path: Path, autogr
     shared = engine.grade(replay, steps=["dot_scores"], secret=COURSE_SECRET, config={"context": "container"}).steps[0]
     assert shared.score == shared.max_score, [(c.name, c.message) for c in shared.checks if not c.passed]
 
-    root = _tree(public_tmp, autograder_zip)  # searchable by all, as /autograder is: its workers run as nobody
+    # searchable by all, as /autograder is: its workers run as nobody
+    root = gradescope_tree(public_tmp, autograder_zip)
     (root / "source" / "secret.txt").write_text(COURSE_SECRET, encoding="utf-8")
     shutil.copy(replay, root / "submission" / "attention.py")
     got, top = _step(_run(root), "dot_scores")

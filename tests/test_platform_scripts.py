@@ -11,10 +11,9 @@ import os
 import shutil
 import subprocess
 import sys
-import zipfile
 from pathlib import Path
 
-import pytest
+from test_gradescope import gradescope_tree  # tests/test_gradescope.py: the same layout
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -35,24 +34,6 @@ case "$1" in
 esac
 exit 0
 """
-
-
-@pytest.fixture(scope="module")
-def autograder_zip(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("build") / "autograder.zip"
-    proc = subprocess.run([sys.executable, "-m", "grader", "gradescope", "build", "--out", str(out)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    return out
-
-
-def gradescope_tree(tmp_path: Path, autograder_zip: Path) -> Path:
-    root = tmp_path / "autograder"
-    (root / "submission").mkdir(parents=True)
-    with zipfile.ZipFile(autograder_zip) as zf:
-        zf.extractall(root / "source")
-    shutil.copy(root / "source" / "run_autograder", root / "run_autograder")
-    return root
 
 
 def test_gradescope_setup_installs_into_a_venv_on_an_externally_managed_python(tmp_path: Path,
