@@ -74,7 +74,13 @@ def main() -> None:
 
     from grader.grading import engine
     from grader.pool import zygote
-    from grader.pool.session import Worker
+    from grader.pool.session import LinuxWorker
+    from grader.settings import backend
+
+    if backend() == "portable":  # session.Worker picks the backend's class; its methods are measured below
+        from grader.pool.portable import PortableWorker as Worker
+    else:
+        Worker = LinuxWorker
 
     zygote.warm_up()
     engine.grade(args.path)
