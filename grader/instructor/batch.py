@@ -75,10 +75,7 @@ from grader.settings import DEFAULT_TIMEOUT, grader_version, resolve_secret
 
 _GRADE_ARGS: dict[str, Any] = {}
 GRADING_ENTRY = f"{__name__}:grading_process"  # what the zygote runs in a grading process it forks
-# the machinery every grading process shares (grader.grading.forked: one submission's too)
-_MAX_MESSAGE, _LOST, GRADING_MEMORY = forked.MAX_MESSAGE, forked.LOST, forked.GRADING_MEMORY
-_encode, _encode_results, _send, _recv = forked.encode, forked.encode_results, forked.send, forked.recv
-_limit_memory = forked.limit_memory
+# the machinery every grading process shares is grader.grading.forked (one submission's too)
 
 
 def grading_process(fd: int) -> None:
@@ -89,13 +86,13 @@ def grading_process(fd: int) -> None:
         sock, settings = forked.enter(fd)
         _GRADE_ARGS.update(settings)
         while True:
-            chunk = _recv(sock)
+            chunk = forked.recv(sock)
             try:
                 reply = _reply(_grade_chunk(chunk))
             except WeakSandbox as exc:  # instructor grading on a machine without the layers it needs
-                reply = _encode_results({"weak_sandbox": str(exc)})
+                reply = forked.encode_results({"weak_sandbox": str(exc)})
             send_msg(sock, reply)
-    except _LOST:
+    except forked.LOST:
         return  # the batch is over (or gone)
 
 
@@ -103,17 +100,17 @@ def _reply(results: list[tuple[int, dict[str, Any] | None, str, float]]) -> byte
     """The chunk's results, encoded here rather than on sending, so that a report that json cannot encode (a NaN
     score: a grader bug) is that one submission's error, never taken for a lost peer that costs the whole chunk."""
     try:
-        return _encode_results(results)
+        return forked.encode_results(results)
     except (TypeError, ValueError):
         pass
     out = []
     for i, report, err, secs in results:
         try:
-            _encode_results(report)
+            forked.encode_results(report)
             out.append((i, report, err, secs))
         except (TypeError, ValueError) as exc:
             out.append((i, None, f"the report could not be encoded: {type(exc).__name__}: {exc}", secs))
-    return _encode_results(out)
+    return forked.encode_results(out)
 
 
 def _config() -> dict[str, Any]:
@@ -240,11 +237,11 @@ class _Grader:
             raise GradingUnavailable(str(exc)) from None
         self.chunk: list[tuple[int, str]] = []
         self.tries = 0  # earlier attempts at this chunk, by grading processes that died
-        _send(self.sock, settings)
+        forked.send(self.sock, settings)
 
     def give(self, chunk: list[tuple[int, str]], tries: int) -> None:
         self.chunk, self.tries = chunk, tries
-        _send(self.sock, chunk)
+        forked.send(self.sock, chunk)
 
     def kill(self) -> None:
         with contextlib.suppress(OSError):
@@ -286,10 +283,10 @@ def _grade_in_pool(chunks: list[list[tuple[int, str]]], jobs: int, settings: dic
                 sel.unregister(g.sock)
                 del busy[g.pid]
                 try:
-                    results = _recv(g.sock)
+                    results = forked.recv(g.sock)
                     if isinstance(results, dict) and "weak_sandbox" in results:
                         raise WeakSandboxError(str(results["weak_sandbox"]))
-                except _LOST:
+                except forked.LOST:
                     g.kill()
                     retired.append(g)
                     if g.tries == 0:
