@@ -279,12 +279,12 @@ def _reap_all(graders: set[int], patience: float = 2.0) -> None:
             os.kill(pid, signal.SIGKILL)
     deadline = time.monotonic() + patience
     while time.monotonic() < deadline:
-        _kill_orphans(set())  # whatever a grading process left, re-parented here: before we go and init adopts it
         try:
             pid, _status = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
             return
-        if not pid:
+        if not pid:  # children remain: whatever a grading process left is re-parented here, before init adopts it
+            _kill_orphans(set())
             time.sleep(0.005)
 
 
