@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from grader.grading import forked
-from grader.grading.report import CheckResult, Report, StepResult
+from grader.report import CheckResult, Report, StepResult
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"

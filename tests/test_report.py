@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import unicodedata
 
-from grader.grading.report import CheckResult, Report, StepResult, clean
+from grader.report import CheckResult, Report, StepResult, clean
 
 
 def test_report_to_dict_equals_asdict() -> None:

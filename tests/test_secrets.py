@@ -18,7 +18,7 @@ import pytest
 from test_fixtures import BUGGY, CORRECT, CORRECT_STEPS, EXPECTED, outcome  # tests/test_fixtures.py
 
 from grader.grading.engine import collect, judge
-from grader.grading.report import Report
+from grader.report import Report
 
 # test_fixtures grades under the default one; a developer's run takes 3 more, CI 20 (ATTN_KATA_TEST_SECRETS=20)
 SECRETS = [f"term{i:02d}" for i in range(int(os.environ.get("ATTN_KATA_TEST_SECRETS", "3")))]

@@ -137,7 +137,7 @@ def _rendered(report, width: int = 200) -> str:  # type: ignore[no-untyped-def]
 def test_the_same_error_as_above_stands_only_under_that_error() -> None:
     """Issue 25: "(the same error as above)" stood under a line that was no error (a wrong value between two
     reports of the same exception)."""
-    from grader.grading.report import CheckResult, Report, StepResult
+    from grader.report import CheckResult, Report, StepResult
 
     raised = "your code raised RuntimeError in dot_scores.py, line 3: `return inputs.T @ query`: size mismatch, m1: " \
              "[3 x 6], m2: [6 x {n}]"
@@ -159,7 +159,7 @@ def test_heatmaps_show_no_internal_case_tag() -> None:
     import torch
     from rich.console import Console
 
-    from grader.grading.report import Report, StepResult
+    from grader.report import Report, StepResult
     from grader.render import heatmap, html_report
 
     for step, pairs in heatmap.WEIGHT_CASES.items():

@@ -17,7 +17,7 @@ import torch
 from grader import checks, i18n
 from grader.checks import Case, CaseResult, Outcome, expect, structure
 from grader.grading import diagnose, flags, ingest, static
-from grader.grading.report import CheckResult, Report, StepResult, clean
+from grader.report import CheckResult, Report, StepResult, clean
 from grader.grading.runner import run_jobs
 from grader.i18n import _
 from grader.pool.session import (

@@ -13,7 +13,7 @@ import pytest
 
 from grader import i18n
 from grader.checks import CheckSpec, Failed, Outcome
-from grader.grading.report import clean
+from grader.report import clean
 from grader.i18n import N_, _
 
 CHECKS_DIR = Path(__file__).resolve().parent.parent / "checks"

@@ -8,7 +8,7 @@ cannot be graded gets its status without running anything), pending (what the in
 Layout of OUT:
   index.sqlite        results keyed by sha256(content hash, grader version, secret hash); never the secret
   gradebook.csv       one row per student, one column per step, the total (cells escaped for spreadsheets)
-  reports/NAME.json   one report per submission (grader/grading/report.py, schema_version 1)
+  reports/NAME.json   one report per submission (grader/report.py, schema_version 1)
   feedback/NAME.txt   plain-language feedback per student
   summary.json        per step: mean, share of full marks, most common failed check
   .staging/           archives extracted while the batch runs (checked first; removed at the end)
@@ -40,7 +40,7 @@ from typing import Any
 from grader import i18n
 from grader.files import write_atomic
 from grader.grading import forked
-from grader.grading.report import clean
+from grader.report import clean
 from grader.i18n import N_, _
 from grader.instructor.discovery import (
     EMPTY,

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from grader import i18n
-from grader.grading.report import clean
+from grader.report import clean
 from grader.i18n import N_, _
 from grader.instructor.discovery import Entry
 from grader.registry import STEPS

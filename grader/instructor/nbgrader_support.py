@@ -226,7 +226,7 @@ class StudentError(Exception):
 class Graded:
     student: str
     notebook: str
-    report: Any  # grader.grading.report.Report; None when `error` says why it was not graded
+    report: Any  # grader.report.Report; None when `error` says why it was not graded
     error: str = ""
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from rich.console import Console
 
 from grader import i18n
-from grader.grading.report import Report
+from grader.report import Report
 from grader.i18n import N_, _, default_lang
 from grader.learner import workspace as workspace_state
 from grader.learner.workspace import STATE_DIR

@@ -7,7 +7,7 @@ import sys
 from typing import Any
 
 from grader import i18n
-from grader.grading.report import Report
+from grader.report import Report
 from grader.i18n import _
 from grader.registry import get_step
 

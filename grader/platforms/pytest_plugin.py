@@ -291,7 +291,7 @@ def _grader_env() -> dict[str, str]:
 
 def _record_progress(workspace: Path, report: dict[str, Any]) -> None:
     """As `attn-kata check` does: `list` shows the progress and `solution` unlocks what was passed."""
-    from grader.grading.report import Report, StepResult
+    from grader.report import Report, StepResult
     from grader.learner.api import record_progress
 
     steps = [StepResult(s["id"], s.get("title", ""), s["score"], s["max_score"], s["status"])

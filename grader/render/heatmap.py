@@ -16,7 +16,7 @@ from typing import Any
 import torch
 
 from grader import i18n
-from grader.grading.report import Report
+from grader.report import Report
 from grader.i18n import N_
 
 # step id -> cases whose output ("out") is a matrix of attention weights, with what produced it

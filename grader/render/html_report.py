@@ -18,7 +18,7 @@ from typing import Any
 
 from grader import i18n
 from grader.files import write_atomic
-from grader.grading.report import Report
+from grader.report import Report
 from grader.i18n import N_
 from grader.registry import BY_ID
 from grader.render.heatmap import Matrix, colour, hex_colour, ink

@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from grader import i18n
-from grader.grading.report import Report
+from grader.report import Report
 from grader.i18n import N_, _
 from grader.render.terminal import fit, plain, text
 
