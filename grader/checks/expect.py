@@ -7,7 +7,7 @@ from typing import Any
 
 import torch
 
-from grader.checks import Failed
+from grader.checks.model import Failed
 from grader.i18n import _
 
 ATOL = 1e-5

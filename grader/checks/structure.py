@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import importlib
 
-from grader.checks import NOT_YET, NOT_YET_AFTER, CaseResult
+from grader.checks.model import CaseResult
+from grader.checks.vouching import NOT_YET, NOT_YET_AFTER
 from grader.i18n import N_, _, translate, using
 
 # a step's structure check: where the structural cause is said in full (else the first check that says it)
