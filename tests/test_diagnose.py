@@ -22,10 +22,10 @@ from rich.console import Console
 from grader.checks import CaseResult, Outcome
 from grader.grading import diagnose
 from grader.grading.engine import collect, grade, grade_many, prepared
-from grader.report import Report
 from grader.i18n import using
 from grader.registry import BY_ID
 from grader.render import reporters
+from grader.report import Report
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

@@ -159,8 +159,8 @@ def test_heatmaps_show_no_internal_case_tag() -> None:
     import torch
     from rich.console import Console
 
-    from grader.report import Report, StepResult
     from grader.render import heatmap, html_report
+    from grader.report import Report, StepResult
 
     for step, pairs in heatmap.WEIGHT_CASES.items():
         for case, label in pairs:

@@ -26,9 +26,9 @@ from grader.checks import Outcome
 from grader.checks.causal_attention import PLACE_P, PLACE_TOKENS
 from grader.checks.common import dropout_mean_close
 from grader.checks.multihead_attention import PLACE_HEADS, PLACE_SHIFT
-from grader.report import clean
 from grader.i18n import N_, _, using
 from grader.registry import BY_ID
+from grader.report import clean
 from grader.worker import probes, roles
 
 ATOL = 1e-4

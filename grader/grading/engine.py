@@ -8,7 +8,7 @@ import gc
 import os
 import re
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +17,6 @@ import torch
 from grader import checks, i18n
 from grader.checks import Case, CaseResult, Outcome, expect, structure
 from grader.grading import diagnose, flags, ingest, static
-from grader.report import CheckResult, Report, StepResult, clean
 from grader.grading.runner import run_jobs
 from grader.i18n import _
 from grader.pool.session import (
@@ -30,6 +29,7 @@ from grader.pool.session import (
     required_layers,
 )
 from grader.registry import BY_ID, STEPS, Step
+from grader.report import CheckResult, Report, StepResult, clean
 from grader.sandbox import channel, wire
 from grader.settings import DEFAULT_TIMEOUT, LOAD_TIMEOUT, backend, grader_version, portable_reason, resolve_secret
 from grader.worker import probes
@@ -70,45 +70,50 @@ def prepared(secret: str) -> tuple[dict[str, dict[str, Case]], dict[str, dict[st
     return plans, results
 
 
-@functools.lru_cache(maxsize=8)
-def prepared_own_build(secret: str) -> dict[str, dict[str, CaseResult]]:
-    """For the steps that build on earlier ones: the reference's results with the real earlier steps (not the
+@functools.lru_cache(maxsize=64)
+def prepared_own_build(secret: str, step_id: str) -> dict[str, CaseResult]:
+    """For a step that builds on earlier ones: the reference's results with the real earlier steps (not the
     stand-ins), for a learner whose code builds its own (a wrapper of their own for exercise 3.2): trusted side
-    only, never sent anywhere. `judge` grades such a step against whichever of the two its outputs match."""
+    only, never sent anywhere. `judge` grades such a step against whichever of the two its outputs match, and
+    computes this only when the stand-ins' results do not already match every case (then they win anyway)."""
     from grader.grading import reference
     from grader.worker import serve as worker
 
     plans, _refs = prepared(secret)
     ref = reference.namespace()
-    results: dict[str, dict[str, CaseResult]] = {}
-    for step in STEPS:
-        if step.uses:
-            results[step.id] = {}
-            for name, case in plans[step.id].items():
-                doc, tensors = worker.run_case(ref, _as_doc(name, case), case.inputs, set())
-                results[step.id][name] = _case_result(doc, tensors)
-            probes.clear_kept()
+    results: dict[str, CaseResult] = {}
+    for name, case in plans[step_id].items():  # each case reseeds torch (run_case): steps are independent
+        doc, tensors = worker.run_case(ref, _as_doc(name, case), case.inputs, set())
+        results[name] = _case_result(doc, tensors)
+    probes.clear_kept()
     torch.manual_seed(0)
     return results
 
 
-def _matching(learner: dict[str, CaseResult], *candidates: dict[str, CaseResult]) -> dict[str, CaseResult]:
-    """The candidate reference results that the most of the learner's cases equal (the first on a tie)."""
-    def agree(ref: dict[str, CaseResult]) -> int:
-        n = 0
-        for name, mine in learner.items():
-            theirs = ref.get(name)
-            if theirs is None or mine.status != "ok" or not theirs.tensors:
-                continue
-            same = all(k in mine.tensors and isinstance(mine.tensors[k], torch.Tensor)
-                       and mine.tensors[k].shape == t.shape and mine.tensors[k].dtype == t.dtype
-                       and bool(torch.allclose(mine.tensors[k], t, atol=1e-5, rtol=1e-4))
-                       for k, t in theirs.tensors.items())
-            n += same
-        return n
+def _agree(learner: dict[str, CaseResult], ref: dict[str, CaseResult]) -> int:
+    """How many of the learner's cases equal the reference results `ref`."""
+    n = 0
+    for name, mine in learner.items():
+        theirs = ref.get(name)
+        if theirs is None or mine.status != "ok" or not theirs.tensors:
+            continue
+        same = all(k in mine.tensors and isinstance(mine.tensors[k], torch.Tensor)
+                   and mine.tensors[k].shape == t.shape and mine.tensors[k].dtype == t.dtype
+                   and bool(torch.allclose(mine.tensors[k], t, atol=1e-5, rtol=1e-4))
+                   for k, t in theirs.tensors.items())
+        n += same
+    return n
 
-    scores = [agree(c) for c in candidates]
-    return candidates[scores.index(max(scores))]
+
+def _matching(learner: dict[str, CaseResult], first: dict[str, CaseResult],
+              other: Callable[[], dict[str, CaseResult]]) -> dict[str, CaseResult]:
+    """The reference results that the most of the learner's cases equal: `first`, or `other()` (the first on a
+    tie). `other` is computed only where it could win: `first` matching every case that ran is a tie at best."""
+    mine = _agree(learner, first)
+    if mine == sum(r.status == "ok" for r in learner.values()):
+        return first
+    theirs = other()
+    return theirs if _agree(learner, theirs) > mine else first
 
 
 @functools.lru_cache(maxsize=8)
@@ -472,15 +477,13 @@ def _detail_text(cases: dict[str, CaseResult]) -> tuple[str, str]:
 def judge(collected: list[Collected], *, secret: str | None = None) -> list[Report]:
     """Run the checks on many submissions' outputs in one pytest session (trusted process only)."""
     plans, stand_in_results = prepared(resolve_secret(secret))
-    own_build: dict[str, dict[str, CaseResult]] = {}
     chosen: dict[tuple[int, str], dict[str, CaseResult]] = {}  # (submission, step) -> the reference results it meets
     jobs = []
     for i, col in enumerate(collected):
         for sid, cases in col.learner.items():
             refs = stand_in_results[sid]
             if BY_ID[sid].uses:  # built on the stand-ins, or on code of its own (real earlier steps)
-                own_build = own_build or prepared_own_build(resolve_secret(secret))
-                refs = _matching(cases, refs, own_build[sid])
+                refs = _matching(cases, refs, functools.partial(prepared_own_build, resolve_secret(secret), sid))
             chosen[i, sid] = refs
             outcome = Outcome(sid, plans[sid], cases, refs, col.static, lang=col.lang)
             jobs.append((f"{i}::{sid}", checks.CHECKS[sid], outcome))

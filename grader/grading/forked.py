@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from grader.files import without_surrogates
-from grader.report import CheckResult, Report, StepResult
 from grader.pool.errors import InfrastructureError, WeakSandbox
+from grader.report import CheckResult, Report, StepResult
 from grader.sandbox.framing import ChannelError, recv_msg, send_msg
 from grader.settings import backend, resolve_secret
 

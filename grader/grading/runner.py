@@ -13,8 +13,8 @@ import pytest
 
 from grader import i18n
 from grader.checks import CheckSpec, Failed, Outcome
-from grader.report import clean
 from grader.i18n import N_, _
+from grader.report import clean
 
 CHECKS_DIR = Path(__file__).resolve().parent.parent / "checks"
 

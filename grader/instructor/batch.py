@@ -40,7 +40,6 @@ from typing import Any
 from grader import i18n
 from grader.files import write_atomic
 from grader.grading import forked
-from grader.report import clean
 from grader.i18n import N_, _
 from grader.instructor.discovery import (
     EMPTY,
@@ -62,6 +61,7 @@ from grader.instructor.gradebook import (
     result_key,
     secret_hash,
 )
+from grader.report import clean
 from grader.sandbox.framing import send_msg
 from grader.settings import DEFAULT_TIMEOUT, grader_version, resolve_secret
 

@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from grader import i18n
-from grader.report import clean
 from grader.i18n import N_, _
 from grader.instructor.discovery import Entry
 from grader.registry import STEPS
+from grader.report import clean
 
 # ---------------------------------------------------------------- keys and the index
 

@@ -7,9 +7,9 @@ import sys
 from typing import Any
 
 from grader import i18n
-from grader.report import Report
 from grader.i18n import _
 from grader.registry import get_step
+from grader.report import Report
 
 _COLOURS = {"passed": "#1a7f37", "partial": "#9a6700", "failed": "#cf222e", "not_started": "#6e7781",
             "error": "#8250df"}

@@ -16,8 +16,8 @@ from typing import Any
 import torch
 
 from grader import i18n
-from grader.report import Report
 from grader.i18n import N_
+from grader.report import Report
 
 # step id -> cases whose output ("out") is a matrix of attention weights, with what produced it
 WEIGHT_CASES: dict[str, tuple[tuple[str, str], ...]] = {

@@ -18,10 +18,10 @@ from typing import Any
 
 from grader import i18n
 from grader.files import write_atomic
-from grader.report import Report
 from grader.i18n import N_
 from grader.registry import BY_ID
 from grader.render.heatmap import Matrix, colour, hex_colour, ink
+from grader.report import Report
 
 STATUS_COLOUR = {"passed": "#1a7f37", "partial": "#9a6700", "failed": "#cf222e", "not_started": "#6e7781",
                  "error": "#8250df"}

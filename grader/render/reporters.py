@@ -12,9 +12,9 @@ from rich.table import Table
 from rich.text import Text
 
 from grader import i18n
-from grader.report import Report
 from grader.i18n import N_, _
 from grader.render.terminal import fit, plain, text
+from grader.report import Report
 
 # the messages of an exception the learner's code raised (grader/checks, grader/grading/engine): "the same error"
 RAISED = (N_("your code raised {exception}{where}: {message}"), N_("raised {exception}: {message}"))
