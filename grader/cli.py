@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from grader import i18n
+from grader import i18n, limits
 from grader.cli_args import complete_steps, secret_value, step_ids
 from grader.files import NotARegularFile, check_target, write_atomic
 from grader.i18n import _
@@ -30,7 +30,7 @@ class _Seconds(click.FloatRange):
 
 
 # seconds allowed per step: a positive number, at most an hour
-TIMEOUT = _Seconds(min=0, min_open=True, max=3600)
+TIMEOUT = _Seconds(min=0, min_open=True, max=limits.MAX_TIMEOUT_OPTION)
 
 # exit codes (README "Exit codes"): 0 success; 1 a step fails (check), some submission could not be graded
 # (batch) or a needed sandbox layer is missing (doctor); 2 a usage error, a missing input or an output that

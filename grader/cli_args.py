@@ -10,10 +10,11 @@ from pathlib import Path
 import click
 from click.shell_completion import CompletionItem
 
+from grader import limits
 from grader.i18n import _
 from grader.registry import STEPS, get_step
 
-MAX_KEY_FILE = 4096  # bytes: a course key is a line of text
+MAX_KEY_FILE = limits.KEY_FILE_BYTES
 
 
 def step_ids(values: tuple[str, ...]) -> list[str]:

@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from grader import limits
 from grader.files import without_surrogates
 
 SCHEMA_VERSION = 1
@@ -14,7 +15,7 @@ STATUSES = ("passed", "partial", "failed", "not_started", "error")
 # terminals run U+009B as CSI), every bidi control (U+061C, U+200E/F, U+202A-E, U+2066-9) and the Unicode line
 # and paragraph separators
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
-MAX_TEXT = 600
+MAX_TEXT = limits.REPORT_TEXT_CHARS
 
 
 def clean(text: str, limit: int = MAX_TEXT) -> str:

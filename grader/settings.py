@@ -7,6 +7,8 @@ import os
 import sys
 from pathlib import Path
 
+from grader import limits
+
 # where `import grader` comes from: a checkout's root (editable install) or site-packages (a wheel)
 IMPORT_ROOT = Path(__file__).resolve().parent.parent
 # A wheel carries the kata as package data (setup.py copies exercises/ and solutions/ there at build time; the
@@ -14,8 +16,8 @@ IMPORT_ROOT = Path(__file__).resolve().parent.parent
 BUNDLED_KATA = Path(__file__).resolve().parent / "kata"
 KATA_ROOT = BUNDLED_KATA if (BUNDLED_KATA / "solutions").is_dir() else IMPORT_ROOT
 
-DEFAULT_TIMEOUT = 10.0  # seconds per step, wall clock, enforced from outside the worker
-LOAD_TIMEOUT = 30.0
+DEFAULT_TIMEOUT = limits.STEP_TIMEOUT  # seconds per step, wall clock, enforced from outside the worker
+LOAD_TIMEOUT = limits.LOAD_TIMEOUT
 BACKENDS = ("linux", "portable")
 
 

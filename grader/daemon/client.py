@@ -14,6 +14,7 @@ import sys
 import time
 from pathlib import Path
 
+from grader import limits
 from grader.daemon import paths, protocol
 from grader.daemon.fingerprint import fingerprint
 
@@ -23,8 +24,8 @@ SERVED = ("check", "list", "grade")  # never batch, never a secret: those always
 # served by a daemon already running, never the reason to start one: each answers in ~0.1 s without torch
 # (`list`, and `hint`, `solution`, `init`, which no daemon serves), where a start costs seconds
 NEVER_STARTS = ("list",)
-START_TIMEOUT = 30.0  # seconds for a new daemon to say it listens (it binds before importing torch)
-BUSY_PATIENCE = 3.0  # seconds to wait for another starting daemon's socket
+START_TIMEOUT = limits.DAEMON_START_TIMEOUT  # seconds for a new daemon to say it listens
+BUSY_PATIENCE = limits.DAEMON_BUSY_PATIENCE  # seconds to wait for another starting daemon's socket
 SERVER = "import sys; sys.path.insert(0, {root!r}); from grader.daemon.server import main; main()"
 
 

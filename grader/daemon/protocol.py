@@ -8,8 +8,10 @@ import socket
 import struct
 from typing import Any
 
-MAX_MESSAGE = 1 << 20  # a request carries the client's environment: far below this
-MAX_FDS = 4  # stdin, stdout, stderr, the working directory
+from grader import limits
+
+MAX_MESSAGE = limits.DAEMON_MESSAGE_BYTES  # a request carries the client's environment: far below this
+MAX_FDS = limits.DAEMON_FDS  # stdin, stdout, stderr, the working directory
 
 
 class Garbled(Exception):

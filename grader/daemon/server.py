@@ -20,14 +20,15 @@ import sys
 import time
 from typing import Any
 
+from grader import limits
 from grader.daemon import command, paths, protocol
 from grader.daemon.fingerprint import fingerprint
 from grader.settings import backend
 
 IDLE_ENV = "ATTN_KATA_DAEMON_IDLE"
-IDLE_DEFAULT = 600.0  # seconds
-TICK = 2.0  # seconds between checks of the files on disk while idle
-LOCK_PATIENCE = 3.0  # seconds to wait for a daemon that is stopping to let go of the lock
+IDLE_DEFAULT = limits.DAEMON_IDLE  # seconds
+TICK = limits.DAEMON_TICK  # seconds between checks of the files on disk while idle
+LOCK_PATIENCE = limits.DAEMON_LOCK_PATIENCE  # seconds to wait for a daemon that is stopping to let go of the lock
 
 
 def idle_limit() -> float:

@@ -20,10 +20,11 @@ import stat
 from pathlib import Path
 from typing import Any
 
+from grader import limits
 from grader.grading.ingest import MAX_NOTEBOOK_BYTES
 
 CHUNK = 1 << 20
-MAX_FILES = 10_000  # an upload's files hashed; past that, only their count is (the grader reads at most these)
+MAX_FILES = limits.CASES_KEY_FILES  # an upload's files hashed; past that, only their count is
 MAX_FILE_BYTES = MAX_NOTEBOOK_BYTES + 1  # of one file, at most what ingest ever reads; past that, only its size
 MAX_BYTES = 8 * MAX_FILE_BYTES  # of all files together; past that, their sizes only
 

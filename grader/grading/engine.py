@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from grader import checks, i18n
+from grader import checks, i18n, limits
 from grader.checks import Case, CaseResult, Outcome, expect, structure
 from grader.grading import diagnose, flags, ingest, static
 from grader.grading.runner import run_jobs
@@ -40,11 +40,11 @@ __all__ = ["DEFAULT_TIMEOUT", "LOAD_TIMEOUT", "Started", "collect", "grade", "gr
 # StepResult.detail says what happened: passed, wrong_answer, wrong_type, timeout, memory_limit, crashed,
 # no_result, import_error, rejected_input, not_implemented, not_started (infrastructure errors raise instead)
 DETAIL_FOR_LOSS = {"timeout": "timeout", "crashed": "crashed", "unreadable": "no_result"}
-BUDGET_FACTOR = 2.0  # a submission's wall-clock budget for all its steps, in per-step time-outs
+BUDGET_FACTOR = limits.SUBMISSION_BUDGET  # a submission's wall-clock budget for all its steps, in per-step time-outs
 # numbers a step's answers may hold, kept until the chunk is judged: this many times the reference's, or at least
 # MIN_KEPT. A right answer holds exactly the reference's; a batch's grading process keeps a chunk's answers, and
 # answers near the channel's 64 MiB cap once took one process past 4 GB (red team 8)
-KEPT_FACTOR, MIN_KEPT = 8, 65_536
+KEPT_FACTOR, MIN_KEPT = limits.ANSWER_KEPT_FACTOR, limits.ANSWER_MIN_KEPT
 
 
 @functools.lru_cache(maxsize=8)

@@ -22,16 +22,17 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from grader import limits
 from grader.files import without_surrogates
 from grader.pool.errors import InfrastructureError, WeakSandbox
 from grader.report import CheckResult, Report, StepResult
 from grader.sandbox.framing import ChannelError, recv_msg, send_msg
 from grader.settings import backend, resolve_secret
 
-MAX_MESSAGE = 256 * 1024 * 1024  # a batch chunk's reports
+MAX_MESSAGE = limits.GRADING_MESSAGE_BYTES  # a batch chunk's reports
 # the other end is gone, or what it sent is garbled (not JSON, not UTF-8); never a failure to encode our own message
 LOST = (EOFError, OSError, ChannelError, json.JSONDecodeError, UnicodeDecodeError)
-GRADING_MEMORY = 4 * 1024**3  # address space a grading process may add to what it inherited
+GRADING_MEMORY = limits.GRADING_MEMORY  # address space a grading process may add to what it inherited
 # what the trusted side reads from its environment (grader.grading.reference, engine.strong_required): a grading
 # process has the zygote's filtered one, so these travel with its settings (the secret travels as a value)
 TRUSTED_ENV = ("ATTN_KATA_SOLUTIONS", "ATTN_KATA_ALLOW_WEAK_SANDBOX")

@@ -14,16 +14,17 @@ import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from grader import limits
 from grader.i18n import _
 from grader.registry import STEPS
 
-MAX_SOURCE_BYTES = 2 * 1024 * 1024  # code: a module, or a notebook's code cells together
-MAX_NOTEBOOK_BYTES = 32 * 1024 * 1024  # a notebook file, outputs included (they are never read)
+MAX_SOURCE_BYTES = limits.SOURCE_BYTES  # code: a module, or a notebook's code cells together
+MAX_NOTEBOOK_BYTES = limits.NOTEBOOK_BYTES  # a notebook file, outputs included (they are never read)
 # code cells read from one notebook (empty ones included): an honest chapter has a few dozen; each becomes a unit
 # that the trusted side analyses, so a million empty cells would cost a minute of its CPU. The same bound as the
-# cell labels a worker may name in one load error (grader.sandbox.wire.MAX_CELLS, not imported: it pulls torch).
-MAX_CODE_CELLS = 4096
-MAX_HELPER_FILES = 256  # .py files beside the step files in a folder
+# cell labels a worker may name in one load error (grader.sandbox.wire.MAX_CELLS).
+MAX_CODE_CELLS = limits.CODE_CELLS
+MAX_HELPER_FILES = limits.HELPER_FILES  # .py files beside the step files in a folder
 MAGIC = re.compile(r"^\s*([%!]|\?\?|\w+\?$)")  # %magic, %%cell, !shell, obj?
 
 

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from grader import i18n
+from grader import i18n, limits
 from grader.files import write_atomic
 from grader.grading import forked
 from grader.i18n import N_, _
@@ -181,7 +181,7 @@ def _grade_chunk(chunk: list[tuple[int, str]]) -> list[tuple[int, dict[str, Any]
     return out
 
 
-MAX_CHUNK = 24
+MAX_CHUNK = limits.BATCH_CHUNK
 
 
 def _chunks(jobs: list[tuple[int, str]], workers: int) -> list[list[tuple[int, str]]]:

@@ -35,18 +35,19 @@ from pathlib import Path
 from typing import Any
 
 from grader.grading.ingest import MAX_NOTEBOOK_BYTES, shown
+from grader import limits
 from grader.i18n import _
 from grader.registry import STEPS
 
 SUFFIXES = (".py", ".ipynb")
 IGNORED_DIRS = {"__pycache__", ".ipynb_checkpoints", ".attn-kata", "__MACOSX", ".git"}
 # one student's budget, across every archive they uploaded (nested ones included)
-MAX_MEMBERS = 2000
-MAX_MEMBER_BYTES = 16 * 1024 * 1024
-MAX_TOTAL_BYTES = 128 * 1024 * 1024
-MAX_RATIO = 200  # uncompressed / compressed, for archives that expand past 1 MiB
-MAX_ZIP_DEPTH = 2  # an LMS export may hold one zip per student, which may hold one more
-MAX_DEPTH = 6  # how deep a workspace or a notebook is looked for inside one upload
+MAX_MEMBERS = limits.ARCHIVE_MEMBERS
+MAX_MEMBER_BYTES = limits.ARCHIVE_MEMBER_BYTES
+MAX_TOTAL_BYTES = limits.ARCHIVE_TOTAL_BYTES
+MAX_RATIO = limits.ARCHIVE_RATIO  # uncompressed / compressed, for archives that expand past 1 MiB
+MAX_ZIP_DEPTH = limits.ARCHIVE_DEPTH  # an LMS export may hold one zip per student, which may hold one more
+MAX_DEPTH = limits.UPLOAD_SEARCH_DEPTH  # how deep a workspace or a notebook is looked for inside one upload
 OUTPUTS = ("reports", "feedback")  # the folders a batch writes into OUT (grader.instructor.batch)
 HASHED_BYTES = MAX_NOTEBOOK_BYTES + 1  # of a file, at most what ingest ever reads (past its cap, it rejects)
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from grader import limits
 from grader.files import without_surrogates
 from grader.grading.ingest import MAX_CODE_CELLS, MAX_NOTEBOOK_BYTES, MAX_SOURCE_BYTES, shown
 from grader.i18n import step_title
@@ -205,9 +206,9 @@ def write_assignment(out: str | Path, steps: Iterable[str] | None = None) -> Pat
 # for generate_feedback to render. Nothing a student wrote stops the loop over their classmates. What the rules
 # accept is nbgrader's own cell metadata schema (nbgraderformat/v3.json), which its own autograde enforces.
 
-MAX_STAMP_BYTES = 1024  # timestamp.txt: one line ("2026-01-01 12:00:00.000000 UTC")
-MAX_STUDENT_ID = 128  # nbgrader's Student.id column, String(128)
-MAX_SHOWN = 80  # characters of a student's value quoted in a reason
+MAX_STAMP_BYTES = limits.NBGRADER_STAMP_BYTES  # timestamp.txt: one line ("2026-01-01 12:00:00.000000 UTC")
+MAX_STUDENT_ID = limits.NBGRADER_STUDENT_ID  # nbgrader's Student.id column, String(128)
+MAX_SHOWN = limits.NBGRADER_SHOWN_CHARS  # characters of a student's value quoted in a reason
 CELL_TYPES = ("code", "markdown", "raw")
 FLAGS = ("grade", "solution", "locked", "task")
 GRADE_ID = re.compile(r"[A-Za-z0-9_\-]{0,128}")  # nbgrader's schema: ^[a-zA-Z0-9_\-]*$

@@ -25,12 +25,12 @@ from typing import IO, Any
 
 from rich.console import Console
 
-from grader import i18n
+from grader import i18n, limits
 from grader.i18n import N_
 from grader.registry import BY_ID, STEPS, Step
 from grader.settings import DEFAULT_TIMEOUT, KATA_ROOT
 
-POLL = 0.1
+POLL = limits.WATCH_POLL
 WATCHED = (".py", ".ipynb")
 STUB_LINE = "raise NotImplementedError  # your code here"
 ROOT = KATA_ROOT

@@ -18,6 +18,7 @@ import re
 import shutil
 from pathlib import Path
 
+from grader import limits
 from grader.registry import STEPS
 from grader.settings import IMPORT_ROOT, KATA_ROOT, grader_version
 
@@ -25,7 +26,7 @@ WORKFLOW = Path(".github") / "workflows" / "classroom.yml"
 TORCH_INDEX = "https://download.pytorch.org/whl/cpu"
 # the workspace's path goes into a shell command line unquoted: only plain names
 SAFE_PATH = re.compile(r"[A-Za-z0-9._/-]+")
-STEP_MINUTES = 3  # the command grader's time-out per step, in minutes: a cold start and 14 steps fit well within
+STEP_MINUTES = limits.CLASSROOM_STEP_MINUTES  # the command grader's time-out per step, in minutes
 
 
 class ClassroomError(Exception):

@@ -16,6 +16,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from grader import limits
 from grader.files import write_atomic
 from grader.registry import STEPS
 from grader.settings import KATA_ROOT, grader_version
@@ -24,7 +25,7 @@ PACKAGE = Path(__file__).resolve().parent.parent  # the grader package this runs
 SKIP = {"__pycache__", ".pytest_cache", ".ruff_cache", "kata"}
 DEFAULT_IMAGE = "attention-kata/prairielearn-grader"
 ENTRYPOINT = "/grade/tests/run.sh"
-TIMEOUT_S = 120  # PrairieLearn's limit is 600; a cold start and all 14 steps take well under a minute
+TIMEOUT_S = limits.PRAIRIELEARN_TIMEOUT  # PrairieLearn's limit is 600
 
 RUN_SH = """#!/usr/bin/env bash
 # PrairieLearn runs this (externalGradingOptions.entrypoint) for every submission: grade /grade/student,

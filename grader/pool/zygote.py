@@ -32,19 +32,20 @@ import sys
 import time
 from typing import Any
 
+from grader import limits
 from grader.sandbox import landlock  # its libc handle: loaded once, here, rather than again in every worker
 from grader.settings import IMPORT_ROOT
 
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_NAME = 15
 CLONE_NEWPID = 0x20000000
-ORPHAN_SCAN_INTERVAL = 0.5  # seconds
+ORPHAN_SCAN_INTERVAL = limits.ORPHAN_SCAN_INTERVAL  # seconds
 # the huge-page collapse (preload._Collapse: 0.05-1.4 s of compaction, ~7 ms saved per fork) starts with the
 # second worker: a zygote that serves one submission (a cold `grade`, a Gradescope run) forks one, and would pay
 # for the collapse (CPU beside its grading process and worker) without ever being paid back
 COLLAPSE_AFTER = 2
 ENTRY = re.compile(r"grader(\.\w+)+:\w+")  # a grading process's entry point, module:function
-MAX_LINE = 256
+MAX_LINE = limits.ZYGOTE_REQUEST_CHARS
 ROOT = IMPORT_ROOT  # where `import grader` comes from (a checkout or site-packages), never grader/kata
 
 

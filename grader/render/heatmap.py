@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from grader import i18n
+from grader import i18n, limits
 from grader.i18n import N_
 from grader.report import Report
 
@@ -26,7 +26,7 @@ WEIGHT_CASES: dict[str, tuple[tuple[str, str], ...]] = {
     "causal_mask": (("w2d", "masked_attention_weights(attn_scores, d_k)"),),
     "dropout": (("eval", "dropout_attention(attn_weights, p, training=False)"),),
 }
-MAX_SIDE = 64  # larger matrices are not drawn
+MAX_SIDE = limits.HEATMAP_MAX_SIDE  # larger matrices are not drawn
 
 
 def _matrix(value: Any) -> torch.Tensor | None:

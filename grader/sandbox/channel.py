@@ -16,13 +16,14 @@ import torch
 from safetensors.torch import load as _st_load
 from safetensors.torch import save as _st_save
 
+from grader import limits
 from grader.sandbox.framing import MAX_MESSAGE_BYTES, ChannelError, recv_msg, send_msg  # noqa: F401 - this module's API too
 
-MAX_TENSORS = 4096
+MAX_TENSORS = limits.CHANNEL_TENSORS
 META_KEY = "kata"
-MAX_JSON_DEPTH = 32  # nesting of the header and of the document; an honest message needs under 10
-MAX_JSON_NODES = 1_000_000  # values in the document (containers, keys, scalars)
-MAX_STRING = 4 * 1024 * 1024  # characters in one string: above a submission's largest unit of source
+MAX_JSON_DEPTH = limits.CHANNEL_JSON_DEPTH  # nesting of the header and of the document
+MAX_JSON_NODES = limits.CHANNEL_JSON_NODES  # values in the document (containers, keys, scalars)
+MAX_STRING = limits.CHANNEL_STRING_CHARS  # characters in one string
 # a JSON string (quotes, escapes and all): blanked before brackets are counted
 _JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _NOT_BRACKET = bytes(b for b in range(256) if b not in b"[]{}")

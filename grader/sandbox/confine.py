@@ -16,19 +16,20 @@ from typing import Any
 
 import torch
 
+from grader import limits as bounds
 from grader.sandbox import capabilities, landlock, seccomp
 from grader.sandbox.common import CappedOutput, hard_exit, reset_torch_state  # noqa: F401 - this module's API too
 from grader.settings import KATA_ROOT
 
 DEFAULT_LIMITS: dict[str, Any] = {
-    "cpu_seconds": 60,  # a backstop; the per-step wall-clock limit is enforced from outside
-    "memory_bytes": 1024**3,  # address space above what torch already maps
-    "file_bytes": 16 * 1024**2,
-    "open_files": 256,
-    "processes": 32,  # a fork bomb stops here (enforced once the worker is not root)
-    "disk_bytes": 64 * 1024**2,  # its private tmpfs: everything it can write, log included
-    "output_bytes": 1024**2,  # what its prints may fill in the log; the rest is dropped, never an error
-    "tree_memory_bytes": 1536 * 1024**2,  # the worker and all it forks (memory cgroup): new pages and copies
+    "cpu_seconds": bounds.WORKER_CPU_SECONDS,  # a backstop; the per-step wall-clock limit is enforced from outside
+    "memory_bytes": bounds.WORKER_ADDRESS_SPACE,  # address space above what torch already maps
+    "file_bytes": bounds.WORKER_FILE_BYTES,
+    "open_files": bounds.WORKER_OPEN_FILES,
+    "processes": bounds.WORKER_PROCESSES,  # a fork bomb stops here (enforced once the worker is not root)
+    "disk_bytes": bounds.WORKER_DISK_BYTES,  # its private tmpfs: everything it can write, log included
+    "output_bytes": bounds.WORKER_OUTPUT_BYTES,  # what its prints may fill in the log; the rest is dropped
+    "tree_memory_bytes": bounds.WORKER_TREE_MEMORY,  # the worker and all it forks (memory cgroup)
 }
 NOBODY = 65534
 
@@ -235,7 +236,7 @@ def _own_mount_namespace() -> bool:
 
 def _private_tmpfs(workdir: str, size: int, uid: int) -> bool:
     """A size-capped tmpfs over the work dir, owned by the uid the worker will run as."""
-    opts = f"size={size},mode=0700,nr_inodes=4096,uid={uid},gid={uid}".encode()
+    opts = f"size={size},mode=0700,nr_inodes={bounds.WORKER_DISK_INODES},uid={uid},gid={uid}".encode()
     return landlock.libc.mount(b"tmpfs", workdir.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, opts) == 0
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 import torch
 
+from grader import limits
 from grader.files import without_surrogates
 from grader.i18n import _
 from grader.registry import ALL_NAMES
@@ -26,20 +27,20 @@ from grader.registry import ALL_NAMES
 MALFORMED = "MalformedResult"  # the `exception` of a case refused here (grader.grading.engine)
 STATUSES = frozenset({"ok", "not_started", "missing", "wrong_type", "error", "memory"})
 
-MAX_NAME = 256  # a case, module (a file's name), key or exception name
-MAX_KIND = 1000  # what a public name is bound to (a type's name)
-MAX_TEXT = 2000  # a message or a line of code (the worker cuts them at 500 and 200)
-MAX_ENTRIES = 256  # entries of a mapping (modules with errors, layers, cases, msgid parameters)
-MAX_CELLS = 4096  # notebook cells named in one load error
-MAX_FACT_DEPTH = 8  # facts: nesting (an honest `structure` fact needs 5)
-MAX_FACT_NODES = 20_000  # facts: values in one case
+MAX_NAME = limits.WIRE_NAME_CHARS  # a case, module (a file's name), key or exception name
+MAX_KIND = limits.WIRE_KIND_CHARS  # what a public name is bound to (a type's name)
+MAX_TEXT = limits.WIRE_TEXT_CHARS  # a message or a line of code (the worker cuts them at 500 and 200)
+MAX_ENTRIES = limits.WIRE_ENTRIES  # entries of a mapping (modules with errors, layers, cases, msgid parameters)
+MAX_CELLS = limits.CODE_CELLS  # notebook cells named in one load error
+MAX_FACT_DEPTH = limits.FACT_DEPTH  # facts: nesting (an honest `structure` fact needs 5)
+MAX_FACT_NODES = limits.FACT_NODES  # facts: values in one case
 # facts: characters of the strings and keys of one case (the reference's largest holds ~1,600: a module's parameter
 # names and shapes). A batch's grading process keeps a chunk's answers until it judges them: facts padded to the
 # channel's caps once held ~56 MB a step (red team 9)
-MAX_FACT_CHARS = 16_384
-MAX_NDIM = 16  # a wrong answer may have a few extra dimensions; shapes are compared before anything else
-MAX_CASE_ELEMENTS = 4_000_000  # what the worker itself allows a case (grader.worker.serve.MAX_RESULT_ELEMENTS)
-MAX_STEP_ELEMENTS = 16_000_000
+MAX_FACT_CHARS = limits.FACT_CHARS
+MAX_NDIM = limits.TENSOR_NDIM  # a wrong answer may have a few extra dimensions
+MAX_CASE_ELEMENTS = limits.CASE_ELEMENTS  # what the worker itself allows a case (grader.worker.serve)
+MAX_STEP_ELEMENTS = limits.STEP_ELEMENTS
 TENSOR_DTYPES = frozenset({torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.int32,
                            torch.int16, torch.int8, torch.uint8, torch.bool})
 

@@ -16,14 +16,15 @@ import sys
 import tempfile
 from typing import Any
 
+from grader import limits as bounds
 from grader.sandbox import common, framing
 
 DEFAULT_LIMITS: dict[str, int] = {
-    "cpu_seconds": 60,
-    "memory_bytes": 2 * 1024**3,  # address space on top of what torch maps (POSIX but macOS, where it is ignored)
-    "file_bytes": 16 * 1024**2,
-    "open_files": 256,
-    "output_bytes": 1024**2,
+    "cpu_seconds": bounds.WORKER_CPU_SECONDS,
+    "memory_bytes": bounds.PORTABLE_ADDRESS_SPACE,  # on top of what torch maps (POSIX but macOS, where it is ignored)
+    "file_bytes": bounds.WORKER_FILE_BYTES,
+    "open_files": bounds.WORKER_OPEN_FILES,
+    "output_bytes": bounds.WORKER_OUTPUT_BYTES,
 }
 
 

@@ -21,13 +21,14 @@ from typing import Any
 
 import torch
 
+from grader import limits
 from grader.registry import ALL_NAMES
 from grader.sandbox import channel, common
 from grader.worker import probes, standins
 
-MAX_MESSAGE = 500
+MAX_MESSAGE = limits.WORKER_MESSAGE_CHARS
 _ABSENT = object()
-MAX_RESULT_ELEMENTS = 4_000_000  # per case; honest answers are a few thousand
+MAX_RESULT_ELEMENTS = limits.CASE_ELEMENTS  # per case; honest answers are a few thousand
 
 
 class UnitFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
