@@ -34,8 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from grader.grading.ingest import MAX_NOTEBOOK_BYTES, shown
 from grader import limits
+from grader.grading.ingest import MAX_NOTEBOOK_BYTES, shown
 from grader.i18n import _
 from grader.registry import STEPS
 
