@@ -14,6 +14,7 @@ from grader.files import NotARegularFile, check_target, write_atomic
 from grader.i18n import _
 from grader.registry import STEPS
 from grader.settings import DEFAULT_TIMEOUT
+from grader.submission import is_workspace, kind, marker
 
 LANGS = click.Choice(["en", "zh"])
 GRADING_COMMANDS = {"check", "grade", "batch", "watch", "doctor"}
@@ -172,7 +173,7 @@ def workspace_lang(command: click.Command | None, args: list[str]) -> str | None
         ws = workspace.resolve(command_path(args))
     except (workspace.NoWorkspace, OSError):
         return None
-    lang = workspace.marker(ws).get("lang")
+    lang = marker(ws).get("lang")
     return lang if lang in LANGS.choices else None
 
 
@@ -312,7 +313,7 @@ def hint(obj: dict, step: str, workspace: Path, show_all: bool) -> None:
 def grade(obj: dict, path: Path, fmt: str, secret: str | None, steps: tuple[str, ...], timeout: float,
           out: Path | None, html: Path | None, allow_weak_sandbox: bool, cases_per_upload: bool) -> None:
     """Grade one submission: a directory like exercises/, a .py file or a .ipynb notebook."""
-    from grader.instructor.discovery import EMPTY, is_workspace, kind, locate
+    from grader.instructor.discovery import EMPTY, locate
     from grader.learner import api
     from grader.pool.errors import InfrastructureError  # not pool.session, which imports torch
 

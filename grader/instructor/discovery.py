@@ -11,8 +11,9 @@ Rules (docs/design.md):
   uploads; any other zip is one student's upload, so a student's zip never gives rows under classmates' names;
 - every entry's student name is unique (case aside): a repeated name gets ` (n)`, n the first that no other
   upload's name is (a student may be called `bob (2)`), and its reports and feedback files follow;
-- a workspace (a folder of step files like `exercises/`) is found at any depth; otherwise one notebook,
-  else one module, else one archive; two candidates of the same kind are reported as ambiguous, not guessed;
+- a workspace (a folder of step files like `exercises/`: grader.submission's one rule) is found at any depth;
+  otherwise one notebook, else one module, else one archive; two candidates of the same kind are reported as
+  ambiguous, not guessed;
 - archives are extracted under a budget shared by everything one student uploaded (nested archives
   included), into a staging folder the batch removes at the end; any file-system error while extracting (a member
   both a file and a folder, a name too long) rejects that one upload, never the class;
@@ -37,7 +38,7 @@ from typing import Any
 from grader import limits
 from grader.grading.ingest import MAX_NOTEBOOK_BYTES, shown
 from grader.i18n import _
-from grader.registry import STEPS
+from grader.submission import is_workspace, kind
 
 SUFFIXES = (".py", ".ipynb")
 IGNORED_DIRS = {"__pycache__", ".ipynb_checkpoints", ".attn-kata", "__MACOSX", ".git"}
@@ -122,23 +123,6 @@ def student_name(name: str) -> str:
 def slugify(name: str) -> str:
     s = re.sub(r"[^\w.\- ]+", "_", name, flags=re.UNICODE).strip(" .")
     return s[:80] or "submission"
-
-
-def kind(p: Path) -> str:
-    """"file", "dir", "link" or "other" (FIFO, device, socket, gone), from lstat: never follows, never opens."""
-    try:
-        mode = p.lstat().st_mode
-    except OSError:
-        return "other"
-    if stat.S_ISLNK(mode):
-        return "link"
-    if stat.S_ISDIR(mode):
-        return "dir"
-    return "file" if stat.S_ISREG(mode) else "other"
-
-
-def is_workspace(p: Path) -> bool:
-    return any(kind(p / s.file) == "file" for s in STEPS)
 
 
 def walk(p: Path, depth: int = MAX_DEPTH) -> Iterator[tuple[Path, str]]:

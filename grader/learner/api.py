@@ -9,13 +9,13 @@ from pathlib import Path
 from rich.console import Console
 
 from grader import i18n
-from grader.report import Report
 from grader.i18n import N_, _, default_lang
 from grader.learner import workspace as workspace_state
-from grader.learner.workspace import STATE_DIR
 from grader.registry import BY_ID, STEPS
 from grader.render import reporters
+from grader.report import Report
 from grader.settings import DEFAULT_TIMEOUT, resolve_secret
+from grader.submission import STATE_DIR, graded
 
 __all__ = ["DEFAULT_TIMEOUT", "STATE_DIR", "check", "default_lang", "grade", "hint", "list_steps"]
 
@@ -130,8 +130,8 @@ def check(*, workspace: str | Path = "exercises", steps: list[str] | None = None
         console.print(i18n.translate(lang, N_("no workspace at {ws}/: run from the kata's folder, or pass --path"))
                       .format(ws=workspace), style="red", markup=False, highlight=False)
         return False
-    graded = workspace_state.submission(workspace)  # the notebook of an `init --notebook` workspace
-    report, mats = _grade_pictures(graded, html, console.is_terminal, steps=steps, timeout=timeout, lang=lang)
+    target = graded(workspace)  # the notebook of an `init --notebook` workspace
+    report, mats = _grade_pictures(target, html, console.is_terminal, steps=steps, timeout=timeout, lang=lang)
     reporters.table(report, console, lang=lang)
     _print_heatmaps(report, mats, console, lang)
     progress = record_progress(workspace, report)["progress"]
@@ -144,7 +144,7 @@ def check(*, workspace: str | Path = "exercises", steps: list[str] | None = None
         console.print(tip, markup=False, highlight=False)
     else:
         tip = i18n.translate(lang, N_("next: edit {path}; stuck? `attn-kata hint {step}`")).format(
-            path=graded if graded.suffix == ".ipynb" else Path(workspace) / f"{nxt.id}.py", step=nxt.id)
+            path=target if target.suffix == ".ipynb" else Path(workspace) / f"{nxt.id}.py", step=nxt.id)
         console.print(tip, markup=False, highlight=False)
     return all(s.status == "passed" for s in report.steps)
 
@@ -181,9 +181,11 @@ def hint(*, step: str, workspace: str | Path = "exercises", lang: str = "en", sh
 
 
 def _hint(step: str, workspace: str | Path, show_all: bool) -> list[str]:
-    from grader.learner.hints import HINTS
+    from grader.registry import hints
 
-    levels = HINTS.get(step, [])
+    levels = hints(step)  # declared in grader/checks/<step>.py, read without importing it
+    if not levels:  # tests/test_steps.py requires three for every step: never silently none
+        raise LookupError(f"step {step} declares no hints (grader/checks/{step}.py)")
     state = load_state(workspace)
     seen = state.setdefault("hints", {})
     shown = int(seen.get(step, 0))

@@ -9,9 +9,9 @@ from pathlib import Path
 
 from grader import i18n
 from grader.i18n import N_
-from grader.learner.workspace import MARKER, STATE_DIR
 from grader.registry import BY_ID, STEPS, Step
 from grader.settings import KATA_ROOT, grader_version
+from grader.submission import MARKER, STATE_DIR
 
 NOTEBOOK = "attention.ipynb"
 

@@ -29,6 +29,7 @@ from grader import i18n, limits
 from grader.i18n import N_
 from grader.registry import BY_ID, STEPS, Step
 from grader.settings import DEFAULT_TIMEOUT, KATA_ROOT
+from grader.submission import graded
 
 POLL = limits.WATCH_POLL
 WATCHED = (".py", ".ipynb")
@@ -150,13 +151,12 @@ class Watcher:
     # one grading round: the current step only
     def grade(self) -> None:
         from grader.learner import api
-        from grader.learner.workspace import submission
         from grader.render import heatmap, reporters
 
         step = self.step
         start = time.monotonic()
         try:
-            report, mats = heatmap.grade_with_matrices(submission(self.ws), steps=[step.id], timeout=self.timeout,
+            report, mats = heatmap.grade_with_matrices(graded(self.ws), steps=[step.id], timeout=self.timeout,
                                                        lang=self.lang, secret=self.secret)
         except Exception as exc:  # the grader's own trouble (never the submission's): say so, keep watching
             self.say("error", "red", err=f"{type(exc).__name__}: {exc}")
@@ -177,7 +177,7 @@ class Watcher:
         reporters.table(report, c, lang=self.lang)
         if result.status in ("failed", "partial"):
             heatmap.print_failing(report, mats, c, self.lang)
-        path = submission(self.ws) if submission(self.ws).suffix == ".ipynb" else self.ws / step.file
+        path = graded(self.ws) if graded(self.ws).suffix == ".ipynb" else self.ws / step.file
         if result.status == "passed":
             nxt = self.next_open()
             if nxt is not None:

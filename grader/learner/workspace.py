@@ -1,48 +1,22 @@
 """Where the learner's workspace is (searched upwards from any folder inside it, as git does), and where its
 progress is kept (in the workspace when it is writable, otherwise in the user's state folder).
 
-A workspace is a folder holding `.attn-kata/workspace.json` (written by `attn-kata init`), or the `exercises/`
-folder of a checkout of the kata, found from the checkout's root or from anywhere inside the checkout.
+What a workspace is, and how one is found from a folder inside it, is grader.submission's one rule.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import os
 import tempfile
 from pathlib import Path
 
-from grader.registry import STEPS
+from grader.submission import STATE_DIR, NoWorkspace, find_workspace
 
-STATE_DIR = ".attn-kata"  # inside a workspace: the marker, progress, hints, reset's backups
-MARKER = "workspace.json"
 APP = "attention-kata"
 
-
-class NoWorkspace(LookupError):
-    """No workspace in `start` or any folder above it."""
-
-
-def is_marked(folder: Path) -> bool:
-    return (folder / STATE_DIR / MARKER).is_file()
-
-
-def _holds_steps(folder: Path) -> bool:
-    return folder.is_dir() and any((folder / s.file).is_file() for s in STEPS)
-
-
-def find_workspace(start: Path) -> Path:
-    """The workspace `start` is in: the nearest folder at or above it that is marked, or that has an `exercises/`
-    holding step files (a checkout's root, seen from itself or from any folder inside it). Raises NoWorkspace."""
-    start = Path(os.path.abspath(start))
-    for folder in (start, *start.parents):
-        if is_marked(folder):
-            return folder
-        if _holds_steps(folder / "exercises"):
-            return folder / "exercises"
-    raise NoWorkspace(str(start))
+__all__ = ["NoWorkspace", "find_workspace", "resolve", "state_dir", "state_files", "user_state_dir"]
 
 
 def resolve(path: str | Path | None, cwd: Path | None = None) -> Path:
@@ -58,23 +32,6 @@ def resolve(path: str | Path | None, cwd: Path | None = None) -> Path:
         if rel.parts:
             return rel
     return found
-
-
-def marker(workspace: str | Path) -> dict:
-    try:
-        data = json.loads((Path(workspace) / STATE_DIR / MARKER).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def submission(workspace: str | Path) -> Path:
-    """What `check` grades: the workspace's notebook when `init --notebook` made one, else its step files."""
-    ws = Path(workspace)
-    notebook = marker(ws).get("notebook")
-    if isinstance(notebook, str) and notebook and (ws / Path(notebook).name).is_file():
-        return ws / Path(notebook).name
-    return ws
 
 
 def _writable(folder: Path) -> bool:

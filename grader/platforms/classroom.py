@@ -172,7 +172,7 @@ def init(directory: Path, *, path: str = "exercises", lang: str = "en", install:
     """Write DIRECTORY/.github/workflows/classroom.yml, and the stubs under DIRECTORY/PATH when it has none.
     Returns what was written."""
     from grader.i18n import _
-    from grader.instructor.discovery import is_workspace
+    from grader.submission import is_workspace
 
     out = directory / WORKFLOW
     if out.exists() and not force:

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from grader import i18n
+from grader import i18n, submission
 from grader.i18n import N_
 from grader.settings import DEFAULT_TIMEOUT
 
@@ -76,13 +76,11 @@ def _covered(path: Path, args: list[str]) -> bool:
 
 def find_workspace(config: pytest.Config) -> Path:
     """--kata-path, the ini's kata_path, else the workspace search `attn-kata` uses."""
-    from grader.instructor.discovery import is_workspace
-
     given = config.getoption("kata_path")
     ini = config.getini("kata_path")
     if given or ini:
         path = Path(given) if given else config.rootpath / ini
-        if not (is_workspace(path) or submission(path).is_file()):
+        if not (submission.is_workspace(path) or submission.graded(path).is_file()):
             raise pytest.UsageError(i18n.translate(_lang(config), N_(
                 "attn-kata: {path} holds none of the kata's step files")).format(path=path))
         return path.resolve()
@@ -96,33 +94,12 @@ def find_workspace(config: pytest.Config) -> Path:
 
 
 def _search(start: Path) -> Path | None:
-    """The workspace `attn-kata` finds from `start` (grader.learner.workspace: a folder marked by `attn-kata init`,
-    or a checkout's exercises/, at or above it), else exercises/ or the folder itself."""
-    from grader.instructor.discovery import is_workspace
-
+    """The workspace `attn-kata` finds from `start` (grader.submission.find_workspace: a folder marked by
+    `attn-kata init`, or a checkout's exercises/, at or above it)."""
     try:
-        from grader.learner.workspace import NoWorkspace
-        from grader.learner.workspace import find_workspace as learner_find
-    except ImportError:  # an older grader: the exercises/ convention only
-        learner_find = None
-    if learner_find is not None:
-        try:
-            return learner_find(start)
-        except NoWorkspace:
-            return None
-    for candidate in (start / "exercises", start):
-        if is_workspace(candidate):
-            return candidate
-    return None
-
-
-def submission(workspace: Path) -> Path:
-    """What is graded: the workspace's notebook when `attn-kata init --notebook` made one, else its step files."""
-    try:
-        from grader.learner.workspace import submission as learner_submission
-    except ImportError:
-        return workspace
-    return Path(learner_submission(workspace)).resolve()
+        return submission.find_workspace(start)
+    except submission.NoWorkspace:
+        return None
 
 
 def _lang(config: pytest.Config) -> str:
@@ -198,7 +175,7 @@ class KataSession:
 
     def __init__(self, workspace: Path, lang: str, timeout: float):
         self.workspace = workspace
-        self.target = submission(workspace)  # the step files' folder, or the notebook of `init --notebook`
+        self.target = submission.graded(workspace).resolve()  # the step files, or `init --notebook`'s notebook
         self.lang = lang
         self.timeout = timeout
         self.names = check_names()
@@ -291,8 +268,8 @@ def _grader_env() -> dict[str, str]:
 
 def _record_progress(workspace: Path, report: dict[str, Any]) -> None:
     """As `attn-kata check` does: `list` shows the progress and `solution` unlocks what was passed."""
-    from grader.report import Report, StepResult
     from grader.learner.api import record_progress
+    from grader.report import Report, StepResult
 
     steps = [StepResult(s["id"], s.get("title", ""), s["score"], s["max_score"], s["status"])
              for s in report.get("steps", [])]
