@@ -7,7 +7,9 @@ README.md); tests/test_steps.py names any part that is missing.
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass, field
+from pathlib import Path
 
 
 @dataclass(frozen=True)
@@ -88,3 +90,19 @@ def get_step(key: str) -> Step:
     if key.isdigit() and 1 <= int(key) <= len(STEPS):
         return STEPS[int(key) - 1]
     raise KeyError(key)
+
+
+def hints(step_id: str) -> tuple[str, ...]:
+    """A step's hints (English msgids: a nudge, the key idea, the recipe), as its module grader/checks/<id>.py
+    declares them (`hints(STEP, N_("…"), …)`), read from the source without importing it: the checks import
+    torch, and `attn-kata hint` stays quick. () when the module declares none (tests/test_steps.py names it)."""
+    try:
+        tree = ast.parse((Path(__file__).parent / "checks" / f"{step_id}.py").read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError):
+        return ()
+    for node in tree.body:
+        call = node.value if isinstance(node, ast.Expr | ast.Assign) else None
+        if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "hints":
+            return tuple(a.args[0].value for a in call.args[1:] if isinstance(a, ast.Call) and a.args
+                         and isinstance(a.args[0], ast.Constant) and isinstance(a.args[0].value, str))
+    return ()

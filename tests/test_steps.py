@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.learner.hints import HINTS
 from grader.platforms.pytest_plugin import check_names
+from grader import registry
 from grader.registry import STEPS, Step
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -88,8 +88,8 @@ def missing_parts(step: Step, checks: dict[str, list[str]]) -> list[str]:
         defined = {n.name for n in solution.body if isinstance(n, ast.FunctionDef | ast.ClassDef)}
         if not set(step.names) <= defined:
             missing.append(f"the public names {sorted(set(step.names) - defined)} in the solution")
-    if len(HINTS.get(step.id, [])) != HINT_LEVELS:
-        missing.append(f"{HINT_LEVELS} hints (grader/learner/hints.py)")
+    if len(registry.hints(step.id)) != HINT_LEVELS:
+        missing.append(f"{HINT_LEVELS} hints (grader/checks/{step.id}.py: hints(STEP, …))")
     if len(checks.get(step.id, [])) < MIN_CHECKS:
         missing.append(f"at least {MIN_CHECKS} checks (grader/checks/{step.id}.py)")
     if len(_bugs_for(step.id)) < MIN_BUGS:
@@ -122,9 +122,13 @@ def test_a_step_missing_its_parts_is_named(checks: dict[str, list[str]]) -> None
     assert len(found) == 5, found  # files, hints, checks, fixtures, README row
     # and a real step with one hint taken away
     first = STEPS[0]
-    saved = HINTS[first.id]
-    HINTS[first.id] = saved[:2]
+    real = registry.hints
+
+    def two(step_id: str) -> tuple[str, ...]:
+        return real(step_id)[:2]
+
+    registry.hints = two
     try:
-        assert missing_parts(first, checks) == [f"{HINT_LEVELS} hints (grader/learner/hints.py)"]
+        assert missing_parts(first, checks) == [f"{HINT_LEVELS} hints (grader/checks/{first.id}.py: hints(STEP, …))"]
     finally:
-        HINTS[first.id] = saved
+        registry.hints = real

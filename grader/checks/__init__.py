@@ -29,7 +29,6 @@ from grader.checks.registration import (
     check,
     diagnosis,
     hints,
-    hints_of,
     load_all,
     mistakes,
     pictures,
@@ -51,5 +50,5 @@ from grader.checks.vouching import (
 __all__ = ["CASES", "CHECKS", "DIAGNOSES", "HINTS", "HINT_LEVELS", "JOURNEY", "MISTAKES", "NOT_YET", "NOT_YET_AFTER",
            "NO_WORK_BUDGET", "NO_WORK_STARTS", "PICTURES", "PROOFS", "VOUCH_ATOL", "VOUCH_RTOL", "Case", "CaseResult",
            "CheckSpec", "Failed", "Gen", "Outcome", "Waiting", "book_inputs", "cases", "check", "describe_failure",
-           "diagnosis", "hints", "hints_of", "load_all", "mistakes", "no_work", "pictures", "plans", "proof",
+           "diagnosis", "hints", "load_all", "mistakes", "no_work", "pictures", "plans", "proof",
            "vouched"]

@@ -4,11 +4,31 @@ from __future__ import annotations
 
 import torch
 
-from grader.checks import JOURNEY, Case, Gen, Outcome, cases, check, expect
+from grader.checks import JOURNEY, Case, Gen, Outcome, cases, check, expect, hints
 from grader.checks.common import call
 from grader.i18n import N_, _
 
 STEP = "all_tokens"
+
+hints(
+    STEP,
+    N_(
+        "Every token is a query now: steps 1-3 for all tokens at once become three matrix operations, no "
+        "loops."
+    ),
+    N_(
+        "§3.3.2: all pairwise dot products are one matrix product of inputs with its transpose; softmax "
+        "each row (dim=-1, so every row of attention weights sums to 1); then the attention weights times "
+        "the inputs give every context vector."
+    ),
+    N_(
+        "attn_scores = inputs @ inputs.T: (num_tokens, d_in) @ (d_in, num_tokens) -> (num_tokens, "
+        "num_tokens). attn_weights = torch.softmax(attn_scores, dim=-1): (num_tokens, num_tokens). "
+        "all_context_vecs = attn_weights @ inputs: (num_tokens, num_tokens) @ (num_tokens, d_in) -> "
+        "(num_tokens, d_in)."
+    ),
+)
+
 SQ = ("num_tokens", "num_tokens")
 
 

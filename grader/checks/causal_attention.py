@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from grader.checks import JOURNEY, Case, Gen, Outcome, cases, check, expect
+from grader.checks import JOURNEY, Case, Gen, Outcome, cases, check, expect, hints
 from grader.checks.common import (
     DROPOUT_COPIES,
     QKV_BIAS_CHECK,
@@ -21,6 +21,29 @@ from grader.checks.common import (
 from grader.i18n import N_, _
 
 STEP = "causal_attention"
+
+hints(
+    STEP,
+    N_(
+        "Put SelfAttention_v2, the causal attention mask and dropout together in one class that takes a "
+        "batch."
+    ),
+    N_(
+        "§3.5.3: three nn.Linear(d_in, d_out, bias=qkv_bias), an nn.Dropout(dropout), and the mask "
+        "torch.triu(torch.ones(context_length, context_length), diagonal=1) saved with register_buffer. In "
+        "forward the input is batched, so transpose the last two dims of keys (not .T), and cut the mask to "
+        "the actual num_tokens."
+    ),
+    N_(
+        "x (b, num_tokens, d_in); b, num_tokens, d_in = x.shape. keys/queries/values = self.W_key(x) etc.: "
+        "(b, num_tokens, d_out). attn_scores = queries @ keys.transpose(1, 2): (b, num_tokens, d_out) @ (b, "
+        "d_out, num_tokens) -> (b, num_tokens, num_tokens). "
+        "attn_scores.masked_fill_(self.mask.bool()[:num_tokens, :num_tokens], -torch.inf); attn_weights = "
+        "self.dropout(torch.softmax(attn_scores / keys.shape[-1]**0.5, dim=-1)); context_vec = attn_weights "
+        "@ values -> (b, num_tokens, d_out)."
+    ),
+)
+
 CLS = "CausalAttention"
 DIMS = ("batch", "num_tokens", "d_out")
 

@@ -4,11 +4,32 @@ from __future__ import annotations
 
 import torch
 
-from grader.checks import Case, Gen, Outcome, cases, check, expect, proof
+from grader.checks import Case, Gen, Outcome, cases, check, expect, hints, proof
 from grader.checks.common import call
 from grader.i18n import N_, _
 
 STEP = "causal_mask"
+
+hints(
+    STEP,
+    N_(
+        "A token may only attend to itself and earlier tokens; hide everything to the right of the "
+        "diagonal."
+    ),
+    N_(
+        "§3.5.1: the causal attention mask is the upper triangle above the main diagonal (torch.triu with "
+        "diagonal=1). Fill those attention scores with -inf before the softmax so their attention weights "
+        "become exactly 0 and each row still sums to 1; scale by √d_k as before."
+    ),
+    N_(
+        "causal_mask: torch.triu(torch.ones(num_tokens, num_tokens), diagonal=1).bool() -> (num_tokens, "
+        "num_tokens), True = masked. masked_attention_weights: attn_scores (..., num_tokens, num_tokens), "
+        "num_tokens = attn_scores.shape[-1]; masked = attn_scores.masked_fill(causal_mask(num_tokens), "
+        "-torch.inf) (the mask broadcasts over leading batch dims); torch.softmax(masked / d_k**0.5, "
+        "dim=-1) -> same shape."
+    ),
+)
+
 SQ = ("queries", "keys")
 
 

@@ -4,11 +4,29 @@ from __future__ import annotations
 
 import torch
 
-from grader.checks import JOURNEY, Case, Gen, Outcome, cases, check, expect
+from grader.checks import JOURNEY, Case, Gen, Outcome, cases, check, expect, hints
 from grader.checks.common import call
 from grader.i18n import N_, _
 
 STEP = "context_vector"
+
+hints(
+    STEP,
+    N_(
+        "The context vector is a weighted average of the input tokens; the attention weights are the "
+        "weights."
+    ),
+    N_(
+        "§3.3.1 step 3: z = Σ_i α_i · x_i. Start from a zero vector of length d_in and add each input row "
+        "scaled by its attention weight (or do it as one vector-matrix product)."
+    ),
+    N_(
+        "attn_weights (num_tokens,), inputs (num_tokens, d_in). Loop: context_vec = "
+        "torch.zeros(inputs.shape[1]); for i, x_i in enumerate(inputs): context_vec += alpha_i * x_i -> "
+        "(d_in,). Vectorised: attn_weights @ inputs, (num_tokens,) @ (num_tokens, d_in) -> (d_in,)."
+    ),
+)
+
 DIMS = ("d_in",)
 
 

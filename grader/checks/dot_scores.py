@@ -2,11 +2,29 @@
 
 from __future__ import annotations
 
-from grader.checks import JOURNEY, Case, Gen, Outcome, cases, check, expect
+from grader.checks import JOURNEY, Case, Gen, Outcome, cases, check, expect, hints
 from grader.checks.common import call
 from grader.i18n import N_, _
 
 STEP = "dot_scores"
+
+hints(
+    STEP,
+    N_(
+        "How similar is each input token to the query? One number per token: the dot product."
+    ),
+    N_(
+        "§3.3.1 step 1: the attention score ω_i is the dot product of input token x_i with the query "
+        "(torch.dot). A for loop over the rows of inputs is fine, or do all rows in one matrix-vector "
+        "product."
+    ),
+    N_(
+        "inputs (num_tokens, d_in), query (d_in,). Loop: attn_scores = torch.zeros(inputs.shape[0]); for i, "
+        "x_i in enumerate(inputs): set entry i of attn_scores to torch.dot(x_i, query) -> (num_tokens,). "
+        "Vectorised: inputs @ query, (num_tokens, d_in) @ (d_in,) -> (num_tokens,)."
+    ),
+)
+
 DIMS = ("num_tokens",)
 
 

@@ -4,11 +4,30 @@ from __future__ import annotations
 
 import torch
 
-from grader.checks import Case, Gen, Outcome, cases, check, expect, proof
+from grader.checks import Case, Gen, Outcome, cases, check, expect, hints, proof
 from grader.checks.common import call
 from grader.i18n import N_, _
 
 STEP = "dropout"
+
+hints(
+    STEP,
+    N_(
+        "Randomly drop some attention weights during training, and make up for the loss in the ones you "
+        "keep."
+    ),
+    N_(
+        "§3.5.2: inverted dropout, what nn.Dropout does: each weight is zeroed with probability p and the "
+        "survivors are scaled by 1/(1-p), so the expected value is unchanged. When not training (or p == 0) "
+        "return the weights untouched; p == 1 gives all zeros."
+    ),
+    N_(
+        "attn_weights (..., num_tokens, num_tokens) -> same shape. if not training or p == 0: return "
+        "attn_weights. keep = torch.rand_like(attn_weights) >= p (a bool mask, True with probability 1-p); "
+        "return attn_weights * keep / (1 - p). Handle p == 1 separately (torch.zeros_like) to avoid 0/0."
+    ),
+)
+
 FN = "dropout_attention"
 
 

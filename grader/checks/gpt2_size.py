@@ -8,11 +8,27 @@ a module built like the reference still gets the reference's weights, any other 
 
 from __future__ import annotations
 
-from grader.checks import Case, Gen, Outcome, cases, check, expect
+from grader.checks import Case, Gen, Outcome, cases, check, expect, hints
 from grader.checks.common import claimed, module, moves_with_the_module, n_params, no_future, shown_by
 from grader.i18n import N_, _
 
 STEP = "gpt2_size"
+
+hints(
+    STEP,
+    N_(
+        "Nothing new to write: build the MultiHeadAttention of step 11 with GPT-2 small's numbers."
+    ),
+    N_(
+        "Exercise 3.3 (§3.6.2): the smallest GPT-2 has 12 attention heads, input and output embeddings of "
+        "768 dimensions and a context length of 1024 tokens; keep qkv_bias=False and pass dropout on."
+    ),
+    N_(
+        "return MultiHeadAttention(768, 768, 1024, dropout, num_heads=12): head_dim = 768 // 12 = 64; "
+        "W_query, W_key, W_value and out_proj are 768 x 768 (out_proj with a bias): 2,360,064 parameters."
+    ),
+)
+
 FN = "gpt2_attention"
 DIMS = ("batch", "num_tokens", "d_out")
 EMB = 768

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from grader.checks import JOURNEY, Case, Gen, Outcome, cases, check, describe_failure, expect
+from grader.checks import JOURNEY, Case, Gen, Outcome, cases, check, describe_failure, expect, hints
 from grader.checks.causal_attention import PLACE_COPIES, PLACE_P, PLACE_TOKENS, placed_on_the_weights, qkv_bias_cases
 from grader.checks.common import (
     QKV_BIAS_CHECK,
@@ -19,6 +19,30 @@ from grader.checks.common import (
 from grader.i18n import N_, _
 
 STEP = "multihead_attention"
+
+hints(
+    STEP,
+    N_(
+        "Instead of num_heads separate modules, project once to d_out and split that into heads."
+    ),
+    N_(
+        "§3.6.2: head_dim = d_out // num_heads (assert d_out % num_heads == 0). One nn.Linear each for "
+        "query, key and value of size d_out, then view the last dim as (num_heads, head_dim) and move the "
+        "head dim in front of num_tokens, so one batched matmul computes every head's attention scores. "
+        "Apply the causal attention mask, softmax with √head_dim scaling, dropout, merge the heads back and "
+        "finish with out_proj = nn.Linear(d_out, d_out)."
+    ),
+    N_(
+        "x (b, num_tokens, d_in) -> W_key(x) (b, num_tokens, d_out) -> .view(b, num_tokens, num_heads, "
+        "head_dim) -> .transpose(1, 2) (b, num_heads, num_tokens, head_dim), same for queries and values. "
+        "attn_scores = queries @ keys.transpose(2, 3) -> (b, num_heads, num_tokens, num_tokens); "
+        "masked_fill_(self.mask.bool()[:num_tokens, :num_tokens], -torch.inf); softmax(attn_scores / "
+        "keys.shape[-1]**0.5, dim=-1), dropout; (attn_weights @ values) (b, num_heads, num_tokens, "
+        "head_dim) -> .transpose(1, 2) (b, num_tokens, num_heads, head_dim) -> .contiguous().view(b, "
+        "num_tokens, d_out) -> self.out_proj(...) (b, num_tokens, d_out)."
+    ),
+)
+
 CLS = "MultiHeadAttention"
 DIMS = ("batch", "num_tokens", "d_out")
 # where a structural cause is said once (grader.checks.structure)

@@ -4,12 +4,30 @@ from __future__ import annotations
 
 import torch
 
-from grader.checks import Case, Gen, Outcome, book_inputs, cases, check, expect
+from grader.checks import Case, Gen, Outcome, book_inputs, cases, check, expect, hints
 from grader.checks.causal_attention import plan, qkv_bias_cases
 from grader.checks.common import QKV_BIAS_CHECK, book, grads_match, linear_shapes, module, qkv_bias_added
 from grader.i18n import N_, _
 
 STEP = "multihead_wrapper"
+
+hints(
+    STEP,
+    N_(
+        "Several independent causal attention heads side by side; glue their outputs together."
+    ),
+    N_(
+        "§3.6.1: keep num_heads CausalAttention(d_in, d_out, context_length, dropout, qkv_bias) modules in "
+        "an nn.ModuleList called heads (a plain list would hide their parameters), run each on x, and "
+        "concatenate along the last dimension."
+    ),
+    N_(
+        "self.heads = nn.ModuleList(CausalAttention(...) for _ in range(num_heads)). x (b, num_tokens, "
+        "d_in); each head(x) -> (b, num_tokens, d_out); torch.cat(list of head(x), dim=-1) -> (b, "
+        "num_tokens, num_heads * d_out)."
+    ),
+)
+
 CLS = "MultiHeadAttentionWrapper"
 DIMS = ("batch", "num_tokens", "num_heads * d_out")
 # where a structural cause is said once (grader.checks.structure)

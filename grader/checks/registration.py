@@ -3,7 +3,7 @@
 A step module (grader/checks/<step>.py) declares, at import:
   @cases(STEP)   def _(g: Gen) -> dict[str, Case]            the probes to run, with inputs drawn from the secret
   @check(STEP, N_("what is checked"), points=1)               a check (Outcome -> None, raises Failed), vouched
-  hints(STEP, N_("nudge"), N_("key idea"), N_("recipe"))     the three hint levels (read without torch: hints_of)
+  hints(STEP, N_("nudge"), N_("key idea"), N_("recipe"))     the three hint levels (read without torch: registry.hints)
   pictures(STEP, {"case": "what produced it"})               the cases whose output is a matrix of attention weights
   mistakes(STEP, {"id": N_("message")})  @diagnosis(STEP)    the classic mistakes its outputs can show (optional)
 and, where its outputs are random by design, a `proof` of work (grader.checks.vouching).
@@ -14,11 +14,8 @@ by the grading process and the learner's commands, never by a worker.
 
 from __future__ import annotations
 
-import ast
 import importlib
-import importlib.util
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from grader.checks.model import Case, CheckSpec
@@ -57,7 +54,7 @@ def check(step: str, name: str, points: float = 1.0) -> Callable:
 def hints(step: str, *levels: str) -> tuple[str, ...]:
     """Register a step's hints: a nudge, the key idea with the book section, the shape-by-shape recipe (it may
     show the key lines). Printed through rich, so no square brackets that start with a letter (`x[i]` is markup).
-    Each must be a literal N_("…") call, so that `hints_of` reads them without importing the module."""
+    Each must be a literal N_("…") call, so that grader.registry.hints reads them without importing the module."""
     HINTS[step] = tuple(levels)
     return HINTS[step]
 
@@ -91,29 +88,3 @@ def load_all() -> None:
     for s in STEPS:
         importlib.import_module(f"grader.checks.{s.id}")
 
-
-def hints_of(step: str) -> tuple[str, ...]:
-    """A step's hints, read from its module's source without importing it (no torch: `attn-kata hint` stays
-    quick): the N_("…") arguments of its `hints(STEP, …)` call. A module not written that way is imported."""
-    spec = importlib.util.find_spec("grader.checks")  # imports `grader` only, not the checks (torch)
-    folders = list(spec.submodule_search_locations or []) if spec else []
-    try:
-        tree = ast.parse((Path(folders[0]) / f"{step}.py").read_text(encoding="utf-8"))
-    except (IndexError, OSError, SyntaxError, ValueError):
-        tree = ast.Module(body=[], type_ignores=[])
-    for node in tree.body:
-        call = node.value if isinstance(node, ast.Expr | ast.Assign) else None
-        if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "hints":
-            levels = [_msgid(a) for a in call.args[1:]]
-            if all(isinstance(t, str) for t in levels):
-                return tuple(t for t in levels if t is not None)
-    if step in {s.id for s in STEPS}:
-        importlib.import_module(f"grader.checks.{step}")
-    return HINTS.get(step, ())
-
-
-def _msgid(node: ast.expr) -> str | None:
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "N_" \
-            and len(node.args) == 1 and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
-        return node.args[0].value
-    return None

@@ -2,11 +2,32 @@
 
 from __future__ import annotations
 
-from grader.checks import JOURNEY, Case, Gen, Outcome, cases, check, expect
+from grader.checks import JOURNEY, Case, Gen, Outcome, cases, check, expect, hints
 from grader.checks.common import book, grads_match, module
 from grader.i18n import N_, _
 
 STEP = "self_attention_v1"
+
+hints(
+    STEP,
+    N_(
+        "Three trainable matrices project each input into a query, a key and a value; then do steps 1-3 "
+        "with queries against keys, and weight the values."
+    ),
+    N_(
+        "§3.4.1: W_query, W_key, W_value are nn.Parameter(torch.rand(d_in, d_out)) (create them in that "
+        "order to reproduce the book's torch.manual_seed(123) output). Attention scores are queries times "
+        "keys transposed, scaled by √d_k (d_k = keys.shape[-1]) before the softmax: scaled dot-product "
+        "attention."
+    ),
+    N_(
+        "x (num_tokens, d_in). keys = x @ self.W_key, queries = x @ self.W_query, values = x @ "
+        "self.W_value: each (num_tokens, d_out). attn_scores = queries @ keys.T -> (num_tokens, "
+        "num_tokens). attn_weights = torch.softmax(attn_scores / keys.shape[-1]**0.5, dim=-1). context_vec "
+        "= attn_weights @ values -> (num_tokens, d_out)."
+    ),
+)
+
 CLS = "SelfAttention_v1"
 DIMS = ("num_tokens", "d_out")
 # where a structural cause is said once (grader.checks.structure)

@@ -2,11 +2,29 @@
 
 from __future__ import annotations
 
-from grader.checks import JOURNEY, Case, Gen, Outcome, cases, check, expect
+from grader.checks import JOURNEY, Case, Gen, Outcome, cases, check, expect, hints
 from grader.checks.common import book, book_linears, grads_match, linear_shapes, module
 from grader.i18n import N_, _
 
 STEP = "self_attention_v2"
+
+hints(
+    STEP,
+    N_(
+        "Same computation as SelfAttention_v1, but let nn.Linear hold the projection weights."
+    ),
+    N_(
+        "§3.4.2: W_query, W_key, W_value are nn.Linear(d_in, d_out, bias=qkv_bias); call them on x instead "
+        "of writing x @ W. nn.Linear has a better weight initialisation; the rest of forward is unchanged."
+    ),
+    N_(
+        "x (num_tokens, d_in). keys = self.W_key(x), queries = self.W_query(x), values = self.W_value(x): "
+        "each (num_tokens, d_out). attn_scores = queries @ keys.T -> (num_tokens, num_tokens); attn_weights "
+        "= torch.softmax(attn_scores / keys.shape[-1]**0.5, dim=-1); attn_weights @ values -> (num_tokens, "
+        "d_out)."
+    ),
+)
+
 CLS = "SelfAttention_v2"
 DIMS = ("num_tokens", "d_out")
 # where a structural cause is said once (grader.checks.structure)

@@ -4,11 +4,30 @@ from __future__ import annotations
 
 import torch
 
-from grader.checks import JOURNEY, Case, Gen, Outcome, cases, check, expect
+from grader.checks import JOURNEY, Case, Gen, Outcome, cases, check, expect, hints
 from grader.checks.common import call
 from grader.i18n import N_, _
 
 STEP = "softmax"
+
+hints(
+    STEP,
+    N_(
+        "Turn the scores into weights that are positive and add up to 1; the three functions are three "
+        "attempts at that, from plain division to a safe softmax."
+    ),
+    N_(
+        "§3.3.1 step 2: normalize_by_sum divides ω by its sum; softmax_naive computes exp(ω) / Σ exp(ω) on "
+        "a 1-D tensor, exactly as the book (it overflows for large scores); attention_weights is the "
+        "numerically stable softmax over the last dimension (subtract the max first, or use "
+        "torch.softmax(..., dim=-1))."
+    ),
+    N_(
+        "scores (num_tokens,) -> (num_tokens,) for the first two: scores / scores.sum(); torch.exp(scores) "
+        "/ torch.exp(scores).sum(dim=0). attention_weights: (..., num_tokens) -> (..., num_tokens), "
+        "torch.softmax(scores, dim=-1), each slice along the last dim sums to 1."
+    ),
+)
 
 
 @cases(STEP)

@@ -7,11 +7,28 @@ from __future__ import annotations
 
 import torch
 
-from grader.checks import Case, Gen, Outcome, book_inputs, cases, check, expect
+from grader.checks import Case, Gen, Outcome, book_inputs, cases, check, expect, hints
 from grader.checks.common import book, module
 from grader.i18n import N_, _
 
 STEP = "two_dim_output"
+
+hints(
+    STEP,
+    N_(
+        "Keep num_heads=2 and ask yourself which argument sets the width of each head's output."
+    ),
+    N_(
+        "Exercise 3.2 (§3.6.1): the wrapper concatenates num_heads outputs of d_out dimensions each, so its "
+        "context vectors have num_heads * d_out dimensions. Two heads and two dimensions: what must d_out be?"
+    ),
+    N_(
+        "return MultiHeadAttentionWrapper(d_in, 1, context_length, dropout, num_heads=2): each head gives "
+        "(batch, num_tokens, 1), concatenated -> (batch, num_tokens, 2). Pass d_in, context_length and "
+        "dropout on as they are."
+    ),
+)
+
 FN = "two_dim_wrapper"
 DIMS = ("batch", "num_tokens", "num_heads * d_out = 2")
 

@@ -2,11 +2,28 @@
 
 from __future__ import annotations
 
-from grader.checks import Case, Gen, Outcome, cases, check, expect
+from grader.checks import Case, Gen, Outcome, cases, check, expect, hints
 from grader.checks.common import linear_shapes
 from grader.i18n import N_, _
 
 STEP = "weight_transfer"
+
+hints(
+    STEP,
+    N_(
+        "Both classes compute the same thing; only the way the weight matrices are stored differs."
+    ),
+    N_(
+        "Exercise 3.1 (§3.4.2): nn.Linear stores weight as (d_out, d_in) and computes x @ weight.T, while "
+        "SelfAttention_v1 computes x @ W with W of shape (d_in, d_out). So each of sa_v1's W_query, W_key, "
+        "W_value must become the transpose of the matching nn.Linear weight of sa_v2."
+    ),
+    N_(
+        "sa_v2.W_query.weight (d_out, d_in) -> .T (d_in, d_out). sa_v1.W_query = "
+        "nn.Parameter(sa_v2.W_query.weight.T.detach().clone()); the same for W_key and W_value; return "
+        "sa_v1. Then sa_v1(x) and sa_v2(x) agree: (num_tokens, d_in) -> (num_tokens, d_out)."
+    ),
+)
 
 
 def _case(g: Gen, d_in: int, d_out: int, n: int) -> Case:
