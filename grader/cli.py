@@ -4,13 +4,24 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 
 import click
 
 from grader import i18n, limits
-from grader.cli_args import complete_steps, secret_value, step_ids
-from grader.files import NotARegularFile, check_target, write_atomic
+from grader.cli_args import (
+    EXIT_INFRA,
+    EXIT_INTERRUPTED,
+    cannot_write,
+    complete_steps,
+    fail,
+    need_input,
+    need_output,
+    secret_value,
+    step_ids,
+)
+from grader.files import write_atomic
 from grader.i18n import _
 from grader.registry import STEPS
 from grader.settings import DEFAULT_TIMEOUT
@@ -32,46 +43,6 @@ class _Seconds(click.FloatRange):
 
 # seconds allowed per step: a positive number, at most an hour
 TIMEOUT = _Seconds(min=0, min_open=True, max=limits.MAX_TIMEOUT_OPTION)
-
-# exit codes (README "Exit codes"): 0 success; 1 a step fails (check), some submission could not be graded
-# (batch) or a needed sandbox layer is missing (doctor); 2 a usage error, a missing input or an output that
-# cannot be written; 3 the grader's own failure (no report, never a score); 130 interrupted (Ctrl-C)
-EXIT_USAGE, EXIT_INFRA, EXIT_INTERRUPTED = 2, 3, 130
-
-
-def fail(message: str, code: int = EXIT_USAGE) -> None:
-    """One line on stderr (names escaped: nothing a student named reaches the terminal raw), then exit."""
-    from grader.render.terminal import plain
-
-    click.echo(plain(message), err=True)
-    sys.exit(code)
-
-
-def need_input(path: Path) -> None:
-    if not path.exists() and not path.is_symlink():
-        fail(_("attn-kata: {path}: no such file or directory").format(path=path))
-
-
-def need_output(path: Path | None) -> None:
-    """An output path is checked before any grading: not a folder, and a file can be written there (tried:
-    permissions alone do not say, e.g. for root under /proc); a file made by the try is removed."""
-    if path is None:
-        return
-    if path.is_dir():
-        fail(_("attn-kata: {path} is a directory, not a file to write").format(path=path))
-    try:
-        check_target(path)
-    except NotARegularFile:  # a device, a FIFO: never replaced by a report
-        fail(_("attn-kata: {path} exists and is not a regular file").format(path=path))
-    existed = path.exists()
-    try:
-        with open(path, "a", encoding="utf-8"):
-            pass
-    except OSError as exc:
-        fail(_("attn-kata: cannot write {path} ({error})").format(path=path, error=exc.strerror or exc))
-    if not existed:
-        path.unlink(missing_ok=True)
-
 
 def interrupted() -> None:
     click.echo(_("interrupted"), err=True)
@@ -241,7 +212,7 @@ def init(obj: dict, folder: Path, notebook: bool) -> None:
     except NotEmpty:
         fail(_("attn-kata: {path} exists and is not empty; choose a new folder").format(path=folder))
     except OSError as exc:
-        fail(_("attn-kata: cannot write {path} ({error})").format(path=folder, error=exc.strerror or exc))
+        cannot_write(folder, exc)
     click.echo(_("workspace ready: cd {path} && attn-kata check").format(path=ws))
 
 
@@ -327,13 +298,22 @@ def grade(obj: dict, path: Path, fmt: str, secret: str | None, steps: tuple[str,
             path = found.path
         elif found.status != EMPTY:
             fail(_("attn-kata: {path}: {reason}").format(path=path, reason=found.reason))
-    if fmt in ("prairielearn", "gradescope") and (text := _not_gradable(path, fmt)):  # what cannot be read: once
-        _write_or_echo(text, out)
-        return
+    platform = PLATFORM_FORMATS.get(fmt)  # a platform's results.json: what cannot be read is said once, nothing runs
+    refused = platform.not_gradable(problem) if platform is not None and (problem := screened(path)) else None
     try:
-        text = api.grade(path=path, fmt=fmt, secret=secret, steps=step_ids(steps) or None, timeout=timeout,
-                         lang=obj["lang"], to_terminal=out is None, html=html,
-                         allow_weak_sandbox=allow_weak_sandbox, upload=upload)
+        if refused is not None:
+            text = json.dumps(refused, ensure_ascii=False, indent=2)
+        elif platform is not None:
+            started = time.monotonic()
+            report = api.grade_report(path=path, secret=secret, steps=step_ids(steps) or None, timeout=timeout,
+                                      lang=obj["lang"], html=html, allow_weak_sandbox=allow_weak_sandbox,
+                                      upload=upload)
+            text = json.dumps(platform.document(report, time.monotonic() - started, obj["lang"]),
+                              ensure_ascii=False, indent=2)
+        else:
+            text = api.grade(path=path, fmt=fmt, secret=secret, steps=step_ids(steps) or None, timeout=timeout,
+                             lang=obj["lang"], to_terminal=out is None, html=html,
+                             allow_weak_sandbox=allow_weak_sandbox, upload=upload)
     except KeyboardInterrupt:
         interrupted()
     except InfrastructureError as exc:  # not the submission's fault: no report, never a 0
@@ -343,11 +323,19 @@ def grade(obj: dict, path: Path, fmt: str, secret: str | None, steps: tuple[str,
         try:
             write_atomic(out, text)
         except OSError as exc:
-            fail(_("attn-kata: cannot write {path} ({error})").format(path=out, error=exc.strerror or exc))
+            cannot_write(out, exc)
     elif text:
         click.echo(text)
-    if html is not None:
+    if html is not None and refused is None:
         click.echo(_("HTML report: {path}").format(path=html), err=True)
+
+
+def screened(path: Path) -> str:
+    """Why the submission cannot be graded at all (empty, unreadable, a syntax error in every file), or ""."""
+    from grader.instructor.batch import screen
+
+    status, problem = screen(path)
+    return problem if status else ""
 
 
 @main.command()
@@ -480,77 +468,20 @@ def batch(obj: dict, directory: Path, out: Path, jobs: int | None, resume: bool,
                    err=True)
         sys.exit(EXIT_INFRA)
     except OSError as exc:  # OUT cannot be written
-        fail(_("attn-kata: cannot write {path} ({error})").format(path=out, error=exc.strerror or exc))
+        cannot_write(out, exc)
     sys.exit(0 if result.ok else 1)
 
 
-@main.group()
-def gradescope() -> None:
-    """Gradescope: build the autograder zip, or run inside it."""
-
-
-@gradescope.command("build")
-@click.option("--out", type=click.Path(path_type=Path, dir_okay=False), default=Path("autograder.zip"),
-              show_default=True)
-@click.option("--secret", envvar="ATTN_KATA_SECRET", default=None, callback=secret_value,
-              help="Bake this key for the hidden cases into the zip (or ATTN_KATA_SECRET).")
-def gradescope_build(out: Path, secret: str | None) -> None:
-    """The zip Gradescope's autograder setup takes as is (setup.sh, run_autograder, the kata)."""
-    from grader.instructor import gradescope as gs
-
-    need_output(out)
-    try:
-        path = gs.build(out=out, secret=secret)
-    except OSError as exc:
-        fail(_("attn-kata: cannot write {path} ({error})").format(path=out, error=exc.strerror or exc))
-    click.echo(f"wrote {path}")
-
-
-@gradescope.command("run")
-@click.option("--root", type=click.Path(path_type=Path, file_okay=False), envvar="AUTOGRADER_ROOT",
-              default=Path("/autograder"), show_default=True)
-def gradescope_run(root: Path) -> None:
-    """What run_autograder calls: grade ROOT/submission, write ROOT/results/results.json."""
-    from grader.instructor import gradescope as gs
-
-    try:
-        path = gs.run_autograder(root=root)
-    except OSError as exc:  # ROOT/results cannot be written: nothing can report the failure but this line
-        fail(_("attn-kata: cannot write {path} ({error})").format(path=root / "results", error=exc.strerror or exc))
-    click.echo(f"wrote {path}")
-
-
-def _not_gradable(path: Path, fmt: str) -> str:
-    """The platform's document for a submission that cannot be read (nothing runs), else "": PrairieLearn's
-    `gradable: false` (no attempt used), Gradescope's 0 with the reason once."""
-    from grader.instructor.batch import screen
-    from grader.render.reporters import gradescope_not_gradable, not_gradable
-
-    status, problem = screen(path)
-    if not status:
-        return ""
-    doc = not_gradable(problem) if fmt == "prairielearn" else gradescope_not_gradable(problem)
-    return json.dumps(doc, ensure_ascii=False, indent=2)
-
-
-def _write_or_echo(text: str, out: Path | None) -> None:
-    if out is None:
-        click.echo(text)
-        return
-    try:
-        write_atomic(out, text)
-    except OSError as exc:
-        fail(_("attn-kata: cannot write {path} ({error})").format(path=out, error=exc.strerror or exc))
-
-
 from grader.daemon.commands import daemon_group  # noqa: E402
-from grader.instructor.nbgrader_cli import nbgrader_group  # noqa: E402
-from grader.platforms.commands import classroom_group, prairielearn_group  # noqa: E402
+from grader.platforms import gradescope, prairielearn  # noqa: E402
+from grader.platforms.classroom import classroom_group  # noqa: E402
+from grader.platforms.gradescope import gradescope_group  # noqa: E402
+from grader.platforms.nbgrader import nbgrader_group  # noqa: E402
+from grader.platforms.prairielearn import prairielearn_group  # noqa: E402
 
-main.add_command(nbgrader_group)
-main.add_command(classroom_group)
-main.add_command(prairielearn_group)
-main.add_command(daemon_group)
+for group in (gradescope_group, nbgrader_group, classroom_group, prairielearn_group, daemon_group):
+    main.add_command(group)
+PLATFORM_FORMATS = {"gradescope": gradescope, "prairielearn": prairielearn}  # `grade --format`
 
 
 if __name__ == "__main__":

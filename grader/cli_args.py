@@ -1,4 +1,5 @@
-"""Arguments every command line of the kata shares (grader.cli and grader.instructor.nbgrader_cli)."""
+"""Arguments and answers every command line of the kata shares (grader.cli and the platforms' groups): step ids,
+the key, the exit codes, and the one-line refusals of an input or an output before anything runs."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import click
 from click.shell_completion import CompletionItem
 
 from grader import limits
+from grader.files import NotARegularFile, check_target
 from grader.i18n import _
 from grader.registry import STEPS, get_step
 
@@ -70,3 +72,47 @@ def secret_value(ctx: click.Context, param: click.Parameter, value: str | None) 
         click.echo("attn-kata: note: a --secret typed on the command line is visible to other users of this machine "
                    "(ps); prefer ATTN_KATA_SECRET or --secret @FILE", err=True)
     return value
+
+
+# exit codes (docs/instructors.md "Exit codes"): 0 success; 1 a step fails (check), some submission could not be graded
+# (batch) or a needed sandbox layer is missing (doctor); 2 a usage error, a missing input or an output that
+# cannot be written; 3 the grader's own failure (no report, never a score); 130 interrupted (Ctrl-C)
+EXIT_USAGE, EXIT_INFRA, EXIT_INTERRUPTED = 2, 3, 130
+
+
+def fail(message: str, code: int = EXIT_USAGE) -> None:
+    """One line on stderr (names escaped: nothing a student named reaches the terminal raw), then exit."""
+    from grader.render.terminal import plain
+
+    click.echo(plain(message), err=True)
+    sys.exit(code)
+
+
+def need_input(path: Path) -> None:
+    if not path.exists() and not path.is_symlink():
+        fail(_("attn-kata: {path}: no such file or directory").format(path=path))
+
+
+def need_output(path: Path | None) -> None:
+    """An output path is checked before any grading: not a folder, and a file can be written there (tried:
+    permissions alone do not say, e.g. for root under /proc); a file made by the try is removed."""
+    if path is None:
+        return
+    if path.is_dir():
+        fail(_("attn-kata: {path} is a directory, not a file to write").format(path=path))
+    try:
+        check_target(path)
+    except NotARegularFile:  # a device, a FIFO: never replaced by a report
+        fail(_("attn-kata: {path} exists and is not a regular file").format(path=path))
+    existed = path.exists()
+    try:
+        with open(path, "a", encoding="utf-8"):
+            pass
+    except OSError as exc:
+        cannot_write(path, exc)
+    if not existed:
+        path.unlink(missing_ok=True)
+
+
+def cannot_write(path: Path, exc: OSError) -> None:
+    fail(_("attn-kata: cannot write {path} ({error})").format(path=path, error=exc.strerror or exc))

@@ -189,17 +189,17 @@ BATCH_CHUNK = _bound("BATCH_CHUNK", 24, "submissions", SUBMISSION, "grader.instr
                      "the most submissions a batch hands one grading process at a time (fewer near the end, so "
                      "every core stays busy)")
 NBGRADER_STAMP_BYTES = _bound("NBGRADER_STAMP_BYTES", 1024, "bytes", SUBMISSION,
-                              "grader.instructor.nbgrader_support",
+                              "grader.platforms.nbgrader.autograde",
                               "a student's `timestamp.txt` (one line)")
 NBGRADER_STUDENT_ID = _bound("NBGRADER_STUDENT_ID", 128, "characters", SUBMISSION,
-                             "grader.instructor.nbgrader_support", "a student id: nbgrader's `Student.id` column")
+                             "grader.platforms.nbgrader.autograde", "a student id: nbgrader's `Student.id` column")
 
 # --- what people read ----------------------------------------------------------------------------------------------
 OUTPUT = "Reports"
 REPORT_TEXT_CHARS = _bound("REPORT_TEXT_CHARS", 600, "characters", OUTPUT, "grader.report",
                            "one message in a report or a feedback file (a learner's exception text can be long)")
 NBGRADER_SHOWN_CHARS = _bound("NBGRADER_SHOWN_CHARS", 80, "characters", OUTPUT,
-                              "grader.instructor.nbgrader_support",
+                              "grader.platforms.nbgrader.autograde",
                               "a student's value quoted in a `not graded` reason")
 HEATMAP_MAX_SIDE = _bound("HEATMAP_MAX_SIDE", 64, "rows or columns", OUTPUT, "grader.render.heatmap",
                           "larger attention matrices are not drawn")

@@ -301,7 +301,7 @@ def test_a_submission_that_hangs_everywhere_costs_about_its_budget(tmp_path: Pat
 
 
 def test_nbgrader_reads_a_malformed_notebook_as_that_students_zero(tmp_path: Path) -> None:
-    from grader.instructor.nbgrader_support import read_notebook
+    from grader.platforms.nbgrader.autograde import read_notebook
 
     bad = [{"cells": [{"cell_type": "code", "source": ["x = 1\n", 3], "metadata": {}}]}, {"cells": [5]},
            {"cells": [{"cell_type": "code", "source": "x", "metadata": {"nbgrader": 7}}]}, {"cells": 3}, [1]]

@@ -15,7 +15,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import submissions  # noqa: E402
 
-from grader.instructor import gradescope  # noqa: E402
+from grader.platforms import gradescope  # noqa: E402
 
 
 def test_zip_layout(autograder_zip: Path) -> None:

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.instructor.nbgrader_support import TEST_PREFIX, build_assignment, step_points
 from grader.learner.kernel import neutralize
+from grader.platforms.nbgrader.assignment import TEST_PREFIX, build_assignment, step_points
 from grader.registry import STEPS
 
 BIN = Path(sys.executable).parent
@@ -243,7 +243,7 @@ def test_a_bad_submission_costs_that_student_alone(hostile_class: tuple[Path, su
 @needs_nbgrader
 def test_student_fields_are_checked_with_a_reason(tmp_path: Path) -> None:
     """Every field of a submission that autograde reads: a bad one is a StudentError naming it, never a crash."""
-    from grader.instructor.nbgrader_support import StudentError, load_notebook, read_timestamp, student_id
+    from grader.platforms.nbgrader.autograde import StudentError, load_notebook, read_timestamp, student_id
 
     def nb_with(**cell: object) -> dict:
         base = {"cell_type": "code", "metadata": {"nbgrader": {"grade": True, "grade_id": "test_x", "locked": True,
@@ -317,7 +317,7 @@ def test_quiet_nbgrader_drops_only_nbgraders_sqlalchemy_warnings() -> None:
     sa_exc = pytest.importorskip("sqlalchemy.exc")
     import warnings
 
-    from grader.instructor.nbgrader_support import quiet_nbgrader
+    from grader.platforms.nbgrader.autograde import quiet_nbgrader
 
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")

@@ -44,7 +44,7 @@ def test_plain_dependency_closure_has_no_jupyter_front_end() -> None:
 
 def test_nbgrader_commands_name_the_extra_when_nbgrader_is_missing(tmp_path: Path) -> None:
     """As on a plain install: `have_nbgrader` says no (nbgrader itself is installed here, for the other tests)."""
-    script = ("import sys; from grader.instructor import nbgrader_cli as n; n.have_nbgrader = lambda: False; "
+    script = ("import sys; from grader.platforms import nbgrader as n; n.have_nbgrader = lambda: False; "
               "sys.argv = ['attn-kata', 'autograde', sys.argv[1], 'ps1']; n.nbgrader_group()")
     out = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, cwd=ROOT,
                          timeout=120)
@@ -198,7 +198,7 @@ def test_gradescope_build_from_the_wheel_lays_out_the_kata_as_a_checkout(wheel_p
     out = subprocess.run([str(wheel_python), "-m", "grader", "gradescope", "build", "--out", str(tmp_path / "w.zip")],
                          capture_output=True, text=True, cwd=tmp_path, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
-    from grader.instructor import gradescope
+    from grader.platforms import gradescope
 
     ours = set(zipfile.ZipFile(gradescope.build(out=tmp_path / "c.zip")).namelist())
     theirs = set(zipfile.ZipFile(tmp_path / "w.zip").namelist())

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 from rich.console import Console
@@ -17,7 +16,7 @@ from grader.report import Report
 from grader.settings import DEFAULT_TIMEOUT, resolve_secret
 from grader.submission import STATE_DIR, graded
 
-__all__ = ["DEFAULT_TIMEOUT", "STATE_DIR", "check", "default_lang", "grade", "hint", "list_steps"]
+__all__ = ["DEFAULT_TIMEOUT", "STATE_DIR", "check", "default_lang", "grade", "grade_report", "hint", "list_steps"]
 
 
 def load_state(workspace: str | Path) -> dict:
@@ -65,6 +64,7 @@ def _grade_pictures(path: str | Path, html: str | Path | None, pictures: bool, *
         from grader.grading.forked import grade as grade_report
 
         return grade_report(path, **kwargs), {}
+    from grader.grading import engine
     from grader.render import heatmap
 
     report, mats = heatmap.grade_with_matrices(path, **kwargs)
@@ -78,29 +78,19 @@ def _grade_pictures(path: str | Path, html: str | Path | None, pictures: bool, *
 def grade(*, path: str | Path, fmt: str = "table", secret: str | None = None, steps: list[str] | None = None,
           timeout: float = DEFAULT_TIMEOUT, lang: str = "en", to_terminal: bool = True,
           html: str | Path | None = None, allow_weak_sandbox: bool = False, upload: str | Path | None = None) -> str:
-    """Grade one submission and render it; returns the text (table output goes to the console).
+    """Grade one submission and render it (`fmt`: "table" or "json"); returns the text (table output goes to the
+    console). A platform's results.json is its own module's (grader.platforms), from `grade_report`.
 
     `html`: also write a self-contained HTML report there (with heatmaps of the attention weights).
     With a secret, refuses (session.WeakSandbox) where the sandbox lacks a layer instructor grading needs,
     unless `allow_weak_sandbox`. `upload`: draw the hidden cases from the secret keyed by everything there
     (grader.grading.cases_key), for graders of resubmitted attempts."""
-    start = time.monotonic()
-    course_secret = resolve_secret(secret)
-    strong = bool(course_secret) and not allow_weak_sandbox
-    if upload is not None:
-        from grader.grading.cases_key import per_submission
-
-        secret = per_submission(course_secret, Path(upload))
     # the weight matrices only where they are drawn: a table on a terminal (_print_heatmaps)
     pictures = fmt == "table" and to_terminal and Console().is_terminal
-    report, mats = _grade_pictures(path, html, pictures, steps=steps, secret=secret,
-                                   timeout=timeout, lang=lang, config={"require_strong": strong})
+    report, mats = _graded(path, secret=secret, steps=steps, timeout=timeout, lang=lang, html=html,
+                           allow_weak_sandbox=allow_weak_sandbox, upload=upload, pictures=pictures)
     if fmt == "json":
         return reporters.to_json(report)
-    if fmt == "gradescope":
-        return json.dumps(reporters.gradescope(report, time.monotonic() - start), ensure_ascii=False, indent=2)
-    if fmt == "prairielearn":
-        return json.dumps(reporters.prairielearn(report, lang), ensure_ascii=False, indent=2)
     if to_terminal:
         console = Console()
         reporters.table(report, console, lang=lang)
@@ -114,6 +104,27 @@ def grade(*, path: str | Path, fmt: str = "table", secret: str | None = None, st
 
 
 def _print_heatmaps(report: Report, mats: dict, console: Console, lang: str) -> None:
+def grade_report(*, path: str | Path, secret: str | None = None, steps: list[str] | None = None,
+                 timeout: float = DEFAULT_TIMEOUT, lang: str = "en", html: str | Path | None = None,
+                 allow_weak_sandbox: bool = False, upload: str | Path | None = None) -> Report:
+    """Grade one submission (as `grade`, whose arguments these are) and return its report, unrendered."""
+    return _graded(path, secret=secret, steps=steps, timeout=timeout, lang=lang, html=html,
+                   allow_weak_sandbox=allow_weak_sandbox, upload=upload, pictures=False)[0]
+
+
+def _graded(path: str | Path, *, secret: str | None, steps: list[str] | None, timeout: float, lang: str,
+            html: str | Path | None, allow_weak_sandbox: bool, upload: str | Path | None,
+            pictures: bool) -> tuple[Report, dict]:
+    course_secret = resolve_secret(secret)
+    strong = bool(course_secret) and not allow_weak_sandbox
+    if upload is not None:
+        from grader.grading.cases_key import per_submission
+
+        secret = per_submission(course_secret, Path(upload))
+    return _grade_pictures(path, html, pictures, steps=steps, secret=secret, timeout=timeout, lang=lang,
+                           config={"require_strong": strong})
+
+
     if mats and console.is_terminal:
         from grader.render import heatmap
 

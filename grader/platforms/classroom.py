@@ -18,7 +18,12 @@ import re
 import shutil
 from pathlib import Path
 
+import click
+
 from grader import limits
+from grader.cli_args import cannot_write, fail
+from grader.i18n import _
+from grader.platforms.container import chosen_lang
 from grader.registry import STEPS
 from grader.settings import IMPORT_ROOT, KATA_ROOT, grader_version
 
@@ -171,7 +176,6 @@ def init(directory: Path, *, path: str = "exercises", lang: str = "en", install:
          python: str = "3.11", force: bool = False) -> list[Path]:
     """Write DIRECTORY/.github/workflows/classroom.yml, and the stubs under DIRECTORY/PATH when it has none.
     Returns what was written."""
-    from grader.i18n import _
     from grader.submission import is_workspace
 
     out = directory / WORKFLOW
@@ -191,3 +195,33 @@ def init(directory: Path, *, path: str = "exercises", lang: str = "en", install:
     out.write_text(workflow(path=path, lang=lang, install=install, python=python), encoding="utf-8")
     written.append(out)
     return written
+
+
+# ---------------------------------------------------------------- `attn-kata classroom init`
+
+@click.group("classroom")
+def classroom_group() -> None:
+    """GitHub Classroom: the autograding workflow of a template repository."""
+
+
+@classroom_group.command("init")
+@click.argument("directory", type=click.Path(path_type=Path, file_okay=False), default=".")
+@click.option("--path", "workspace", default="exercises", show_default=True,
+              help="The students' workspace inside the repository (the stubs are copied there if it has none).")
+@click.option("--install", default=None, help="What the workflow pip-installs for attention-kata (default: "
+              "this kata's git repository at this commit when run from a clone with a remote, else "
+              "attention-kata==<this version> from PyPI; any pip requirement, e.g. a git URL).")
+@click.option("--python", "python", default="3.11", show_default=True, help="Python version on the runner.")
+@click.option("--force", is_flag=True, help="Replace an existing workflow.")
+def init_command(directory: Path, workspace: str, install: str | None, python: str, force: bool) -> None:
+    """Write DIRECTORY/.github/workflows/classroom.yml: one command-grader test per step, then the reporter."""
+    if directory.exists() and not directory.is_dir():
+        fail(_("attn-kata: {path} is not a directory").format(path=directory))
+    try:
+        written = init(directory, path=workspace, lang=chosen_lang(), install=install, python=python, force=force)
+    except ClassroomError as exc:
+        fail(str(exc))
+    except OSError as exc:
+        cannot_write(directory, exc)
+    for path in written:
+        click.echo(f"wrote {path}")

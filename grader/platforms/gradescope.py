@@ -4,19 +4,29 @@ Gradescope unzips the autograder into /autograder/source, runs setup.sh once whe
 then for every submission copies run_autograder to /autograder/run_autograder and runs it; the student's
 files are in /autograder/submission, and /autograder/results/results.json is what it reads back.
 `AUTOGRADER_ROOT` replaces /autograder (tests run the whole thing in a temporary folder).
+
+One module: the zip (`build`), the grading of one upload (`run_autograder`, its script `RUN_AUTOGRADER`; the part
+PrairieLearn shares is grader.platforms.container), Gradescope's results.json (`document`, `not_gradable`) and
+`attn-kata gradescope build|run` (`gradescope_group`, added by grader.cli).
 """
 
 from __future__ import annotations
 
 import json
-import time
 import zipfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import click
+
+from grader.cli_args import cannot_write, need_output, secret_value
 from grader.files import write_atomic, writing
-from grader.instructor.discovery import locate
-from grader.settings import IMPORT_ROOT, KATA_ROOT, grader_version, resolve_secret
+from grader.i18n import _
+from grader.platforms.container import FAILED, Graded, grade_upload, in_language, run_command, run_script
+from grader.settings import IMPORT_ROOT, KATA_ROOT, grader_version
+
+if TYPE_CHECKING:
+    from grader.report import Report
 
 ROOT = IMPORT_ROOT  # a checkout's root; from an installed wheel, site-packages (the kata then in grader/kata/)
 TORCH_VERSION = "2.13.0"
@@ -44,32 +54,12 @@ ln -sf "$VENV/bin/attn-kata" "${{ATTN_KATA_BIN_DIR:-/usr/local/bin}}/attn-kata" 
 "$VENV/bin/python" -c "import torch, grader.grading.engine; print('torch', torch.__version__, 'attn-kata ready')"
 """
 
-RUN_AUTOGRADER = """#!/usr/bin/env bash
-# Gradescope runs this for every submission (copied to $ROOT/run_autograder).
-set -uo pipefail
-ROOT="${AUTOGRADER_ROOT:-/autograder}"
-SRC="$ROOT/source"
-PY="${ATTN_KATA_PYTHON:-$ROOT/venv/bin/python}"  # setup.sh's venv
-[ -x "$PY" ] || PY=python3
-export AUTOGRADER_ROOT="$ROOT"
-export PYTHONPATH="$SRC/kata${PYTHONPATH:+:$PYTHONPATH}"
-export ATTN_KATA_SOLUTIONS="$SRC/kata/solutions"
-if [ -z "${ATTN_KATA_SECRET:-}" ] && [ -f "$SRC/secret.txt" ]; then
-    ATTN_KATA_SECRET="$(cat "$SRC/secret.txt")"
-    export ATTN_KATA_SECRET
-fi
-mkdir -p "$ROOT/results"
-rm -f "$ROOT/results/results.json"
-cd "$SRC/kata" || exit 1
-"$PY" -m grader gradescope run --root "$ROOT"
-status=$?
-if [ ! -s "$ROOT/results/results.json" ]; then
-    # the grader itself failed: still give Gradescope a result it can show
-    printf '%s\\n' '{"score": 0, "output": "The autograder failed to run (exit status '"$status"'). \
-Please tell your instructor.", "tests": [], "stdout_visibility": "visible"}' > "$ROOT/results/results.json"
-fi
-exit 0
-"""
+RUN_AUTOGRADER = run_script(
+    platform="gradescope", comment="Gradescope runs this for every submission (copied to $ROOT/run_autograder).",
+    root_env="AUTOGRADER_ROOT", root_default="/autograder", source="source",
+    python='PY="${ATTN_KATA_PYTHON:-$ROOT/venv/bin/python}"  # setup.sh\'s venv\n[ -x "$PY" ] || PY=python3',
+    failed_comment="the grader itself failed: still give Gradescope a result it can show",
+    failed_json='{"score": 0, "output": "' + FAILED + '", "tests": [], "stdout_visibility": "visible"}')
 
 KATA_FILES = ("pyproject.toml", "README.md", "LICENSE")
 SKIP = {"__pycache__", ".pytest_cache", ".ruff_cache", ".attn-kata"}  # caches; a workspace's progress
@@ -144,60 +134,95 @@ def build(*, out: str | Path = "autograder.zip", secret: str | None = None) -> P
 def find_submission(folder: Path) -> Path | None:
     """What the student uploaded (grader.instructor.discovery.locate): a workspace folder at any depth, else
     the one notebook, else the one .py module; None when there is none or it is ambiguous."""
+    from grader.instructor.discovery import locate
+
     return locate(folder).path if folder.is_dir() else None
-
-
-def _write(path: Path, doc: dict[str, Any]) -> None:
-    write_atomic(path, json.dumps(doc, ensure_ascii=False, indent=2))
 
 
 def run_autograder(*, root: str | Path = "/autograder", lang: str | None = None) -> Path:
     """Grade ROOT/submission and write ROOT/results/results.json (Gradescope's format); never raises.
 
-    `lang`: the students' language (default: ATTN_KATA_LANG or the locale, see grader.learner.api.default_lang)."""
-    from grader import i18n
-    from grader.learner.api import default_lang
-
-    lang = lang or default_lang()
-    with i18n.using(lang):
-        return _run_autograder(Path(root), lang)
+    `lang`: the students' language (default: ATTN_KATA_LANG or the locale, see grader.i18n.default_lang)."""
+    root = Path(root)
+    return in_language(lang, lambda lang: _write(root / "results" / "results.json",
+                                                 results(grade_upload(root / "submission", lang=lang), root)))
 
 
-def _run_autograder(root: Path, lang: str) -> Path:
-    from grader.grading import forked
-    from grader.grading.cases_key import per_submission
-    from grader.i18n import _
-    from grader.render import reporters
-
-    results = root / "results" / "results.json"
-    start = time.monotonic()
-    found = locate(root / "submission") if (root / "submission").is_dir() else None
-    target = found.path if found is not None else None
-    if target is None:
+def results(graded: Graded, root: Path) -> dict[str, Any]:
+    """What results.json says of one upload: the report, or why there is none (a score of 0 that says why)."""
+    if graded.target is None:
         output = _("No submission found: upload a .ipynb notebook, a .py file, or the files of your exercises/ "
                    "folder.")
-        if found is not None and found.status not in ("", "empty"):
-            output += " " + _("({reason})").format(reason=found.reason)
-        _write(results, {"score": 0, "output": output, "tests": [], "stdout_visibility": "visible"})
-        return results
-    from grader.instructor.batch import screen
+        if graded.missing:
+            output += " " + _("({reason})").format(reason=graded.missing)
+        return {"score": 0, "output": output, "tests": [], "stdout_visibility": "visible"}
+    if graded.refused:  # nothing ran: the one verdict every platform gives (batch, PrairieLearn): not graded, once
+        return not_gradable(graded.refused)
+    if graded.error:
+        return {"score": 0, "output": _("The autograder failed ({error}). Please tell your instructor.").format(
+            error=graded.error), "tests": [], "stdout_visibility": "visible"}
+    doc = document(graded.report, graded.elapsed)
+    upload = root / "submission"
+    doc["output"] = _("Graded {path}").format(path=graded.target.relative_to(upload) if graded.target != upload
+                                               else ".")
+    return doc
 
-    status, problem = screen(target)
-    if status:  # nothing runs: the one verdict every platform gives (batch, PrairieLearn): not graded, once
-        _write(results, reporters.gradescope_not_gradable(problem))
-        return results
+
+def document(report: Report, execution_time: float | None = None, lang: str = "en") -> dict[str, Any]:
+    """Gradescope's results.json of a report: one test per check, named by step and check."""
+    from grader.registry import BY_ID
+
+    tests = []
+    for s in report.steps:
+        number = BY_ID[s.id].number
+        for c in s.checks:
+            output = c.message if not c.passed else ""
+            if s.status in ("not_started", "error") and s.message:
+                output = s.message
+            tests.append({"name": f"{number}. {s.id}: {c.name}", "score": c.score, "max_score": c.max_score,
+                          "status": "passed" if c.passed else "failed", "output": output,
+                          "visibility": "visible", "tags": [s.id]})
+    out: dict[str, Any] = {"score": report.score, "max_score": report.max_score, "tests": tests,
+                           "visibility": "visible", "stdout_visibility": "hidden"}
+    if execution_time is not None:
+        out["execution_time"] = round(execution_time, 3)
+    return out
+
+
+def not_gradable(reason: str) -> dict[str, Any]:
+    """Gradescope's results.json for an upload that cannot be graded (empty, unreadable, a syntax error in every
+    file): the reason once, no test (Gradescope has no "not gradable": the score is 0, the output says why)."""
+    return {"score": 0, "output": _("Not graded: {reason}").format(reason=reason), "tests": [],
+            "stdout_visibility": "visible"}
+
+
+def _write(path: Path, doc: dict[str, Any]) -> Path:
+    write_atomic(path, json.dumps(doc, ensure_ascii=False, indent=2))
+    return path
+
+
+# ---------------------------------------------------------------- `attn-kata gradescope build|run`
+
+@click.group("gradescope")
+def gradescope_group() -> None:
+    """Gradescope: build the autograder zip, or run inside it."""
+
+
+@gradescope_group.command("build")
+@click.option("--out", type=click.Path(path_type=Path, dir_okay=False), default=Path("autograder.zip"),
+              show_default=True)
+@click.option("--secret", envvar="ATTN_KATA_SECRET", default=None, callback=secret_value,
+              help="Bake this key for the hidden cases into the zip (or ATTN_KATA_SECRET).")
+def build_command(out: Path, secret: str | None) -> None:
+    """The zip Gradescope's autograder setup takes as is (setup.sh, run_autograder, the kata)."""
+    need_output(out)
     try:
-        # hidden cases drawn from this upload's content: feedback read off one attempt is no use in the next
-        course = resolve_secret(None)
-        # one upload per container: the strong sandbox of that context, checked before any of its code runs
-        # in a trusted process forked from the zygote, as a batch grades: torch is imported once per container
-        report = forked.grade(target, lang=lang, secret=per_submission(course, root / "submission"),
-                              config={"context": "container", "require_strong": bool(course)})
-        doc = reporters.gradescope(report, time.monotonic() - start)
-        doc["output"] = _("Graded {path}").format(
-            path=target.relative_to(root / "submission") if target != root / "submission" else ".")
-    except Exception as exc:  # the grader's own failure, not the student's
-        doc = {"score": 0, "output": _("The autograder failed ({error}). Please tell your instructor.").format(
-            error=f"{type(exc).__name__}: {exc}"), "tests": [], "stdout_visibility": "visible"}
-    _write(results, doc)
-    return results
+        path = build(out=out, secret=secret)
+    except OSError as exc:
+        cannot_write(out, exc)
+    click.echo(f"wrote {path}")
+
+
+gradescope_group.add_command(run_command(
+    run=run_autograder, envvar="AUTOGRADER_ROOT", default="/autograder",
+    help="What run_autograder calls: grade ROOT/submission, write ROOT/results/results.json."))

@@ -6,6 +6,10 @@ PrairieLearn copies the question's tests/ to /grade/tests and the student's file
 `gradable: false` for a submission that cannot be read, which costs the student no attempt). The kata travels in
 tests/kata (the grader and the reference, never shown to students); the image only needs Python and torch
 (tests/Dockerfile builds one). `PL_GRADE_ROOT` replaces /grade (tests run the whole thing in a temporary folder).
+
+One module: the question folder (`build`), the grading of one upload (`run`, its script `RUN_SH`; the part
+Gradescope shares is grader.platforms.container), PrairieLearn's results.json (`document`, `not_gradable`) and
+`attn-kata prairielearn build|run` (`prairielearn_group`, added by grader.cli).
 """
 
 from __future__ import annotations
@@ -14,12 +18,20 @@ import json
 import shutil
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import click
 
 from grader import limits
+from grader.cli_args import cannot_write, fail
 from grader.files import write_atomic
+from grader.i18n import _
+from grader.platforms.container import FAILED, Graded, chosen_lang, grade_upload, in_language, run_command, run_script
 from grader.registry import STEPS
 from grader.settings import KATA_ROOT, grader_version
+
+if TYPE_CHECKING:
+    from grader.report import Report
 
 PACKAGE = Path(__file__).resolve().parent.parent  # the grader package this runs from (checkout or wheel)
 SKIP = {"__pycache__", ".pytest_cache", ".ruff_cache", "kata"}
@@ -27,31 +39,12 @@ DEFAULT_IMAGE = "attention-kata/prairielearn-grader"
 ENTRYPOINT = "/grade/tests/run.sh"
 TIMEOUT_S = limits.PRAIRIELEARN_TIMEOUT  # PrairieLearn's limit is 600
 
-RUN_SH = """#!/usr/bin/env bash
-# PrairieLearn runs this (externalGradingOptions.entrypoint) for every submission: grade /grade/student,
-# write /grade/results/results.json. PL_GRADE_ROOT replaces /grade (for tests).
-set -uo pipefail
-ROOT="${PL_GRADE_ROOT:-/grade}"
-TESTS="$ROOT/tests"
-PY="${ATTN_KATA_PYTHON:-python3}"
-export PYTHONPATH="$TESTS/kata${PYTHONPATH:+:$PYTHONPATH}"
-export ATTN_KATA_SOLUTIONS="$TESTS/kata/solutions"
-if [ -z "${ATTN_KATA_SECRET:-}" ] && [ -f "$TESTS/secret.txt" ]; then
-    ATTN_KATA_SECRET="$(cat "$TESTS/secret.txt")"
-    export ATTN_KATA_SECRET
-fi
-mkdir -p "$ROOT/results"
-rm -f "$ROOT/results/results.json"
-cd "$TESTS/kata" || exit 1
-"$PY" -m grader prairielearn run --root "$ROOT"
-status=$?
-if [ ! -s "$ROOT/results/results.json" ]; then
-    # the grader itself failed: not the student's fault, so not gradable (no attempt used), never a 0
-    printf '%s\\n' '{"gradable": false, "format_errors": ["The autograder failed to run (exit status '"$status"'). \
-Please tell your instructor."], "tests": []}' > "$ROOT/results/results.json"
-fi
-exit 0
-"""
+RUN_SH = run_script(
+    platform="prairielearn", comment="PrairieLearn runs this (externalGradingOptions.entrypoint) for every submission: "
+    "grade /grade/student,\n# write /grade/results/results.json. PL_GRADE_ROOT replaces /grade (for tests).",
+    root_env="PL_GRADE_ROOT", root_default="/grade", source="tests", python='PY="${ATTN_KATA_PYTHON:-python3}"',
+    failed_comment="the grader itself failed: not the student's fault, so not gradable (no attempt used), never a 0",
+    failed_json='{"gradable": false, "format_errors": ["' + FAILED + '"], "tests": []}')
 
 DOCKERFILE = """# The image PrairieLearn grades in: Python and the CPU build of torch (the kata comes in /grade/tests).
 # docker build -t YOU/attn-kata-grader . && docker push YOU/attn-kata-grader, then set "image" in info.json.
@@ -110,8 +103,6 @@ def build(directory: Path, *, image: str = DEFAULT_IMAGE, lang: str = "en", secr
     """Lay out the question folder: info.json, question.html, the editor's starter file, tests/ (run.sh, the kata,
     a Dockerfile for the image)."""
     if (directory / "info.json").exists() and not force:
-        from grader.i18n import _
-
         raise PrairieLearnError(_("attn-kata: {path} exists (--force replaces it)").format(
             path=directory / "info.json"))
     tests = directory / "tests"
@@ -155,58 +146,67 @@ def run(*, root: str | Path = "/grade", lang: str | None = None) -> Path:
     """Grade ROOT/student and write ROOT/results/results.json (PrairieLearn's format); never raises.
 
     `lang`: the students' language (default: ATTN_KATA_LANG, set by info.json's environment, or the locale)."""
-    from grader import i18n
-    from grader.learner.api import default_lang
-
-    lang = lang or default_lang()
-    with i18n.using(lang):
-        return _run(Path(root), lang)
+    root = Path(root)
+    return in_language(lang, lambda lang: _write(root / "results" / "results.json", results(
+        grade_upload(root / "student", lang=lang, ready=_started), lang)))
 
 
-def _run(root: Path, lang: str) -> Path:
-    from grader.i18n import _
-    from grader.instructor.batch import screen
-    from grader.instructor.discovery import locate
-    from grader.render import reporters
-
-    results = root / "results" / "results.json"
-    student = root / "student"
-    found = locate(student) if student.is_dir() else None
-    target = found.path if found is not None else None
-    if target is None:
+def results(graded: Graded, lang: str) -> dict[str, Any]:
+    """What results.json says of one upload: the report, or why it is not gradable (no attempt used)."""
+    if graded.target is None:
         reason = _("No submission found: write attention.py, or upload a .ipynb notebook or the .py files of your "
                    "exercises/ folder.")
-        if found is not None and found.status not in ("", "empty"):
-            reason += " " + _("({reason})").format(reason=found.reason)
-        _write(results, reporters.not_gradable(reason))
-        return results
-    status, problem = screen(target)
-    if status:  # nothing runs: empty, unreadable, a syntax error in every file, too large
-        _write(results, reporters.not_gradable(problem))
-        return results
-    if not defines_a_step_name(target):  # the untouched starter file (imports, a comment): no attempt spent on it
-        _write(results, reporters.not_gradable(_("nothing to grade yet: {path} defines none of the chapter's "
-                                                 "functions and classes ({names}, …)").format(
-            path=target.name, names=", ".join(n for s in STEPS[:3] for n in s.names))))
-        return results
-    try:
-        from grader.grading import forked
-        from grader.grading.cases_key import per_submission
-        from grader.settings import resolve_secret
+        return not_gradable(reason + (" " + _("({reason})").format(reason=graded.missing) if graded.missing else ""))
+    if graded.refused:  # nothing ran: empty, unreadable, a syntax error in every file, too large, the starter file
+        return not_gradable(graded.refused)
+    if graded.error:  # the grader's own failure, not the student's: no attempt used, never a 0
+        return not_gradable(_("The autograder failed ({error}). Please tell your instructor.").format(
+            error=graded.error))
+    return document(graded.report, graded.elapsed, lang)
 
-        # hidden cases drawn from this upload's content: feedback read off one attempt is no use in the next
-        course = resolve_secret(None)
-        secret = per_submission(course, student)
-        # one upload per container: the strong sandbox of that context, checked before any of its code runs; in a
-        # trusted process forked from the zygote, as a batch grades: torch is imported once per container
-        report = forked.grade(target, lang=lang, secret=secret,
-                              config={"context": "container", "require_strong": bool(course)})
-        doc = reporters.prairielearn(report, lang)
-    except Exception as exc:  # the grader's own failure, not the student's: no attempt used, never a 0
-        doc = reporters.not_gradable(_("The autograder failed ({error}). Please tell your instructor.").format(
-            error=f"{type(exc).__name__}: {exc}"))
-    _write(results, doc)
-    return results
+
+def _started(target: Path) -> str:
+    """The untouched starter file (imports, a comment) is not graded: no attempt spent on it."""
+    if defines_a_step_name(target):
+        return ""
+    return _("nothing to grade yet: {path} defines none of the chapter's functions and classes ({names}, …)").format(
+        path=target.name, names=", ".join(n for s in STEPS[:3] for n in s.names))
+
+
+def document(report: Report, execution_time: float | None = None, lang: str = "en") -> dict[str, Any]:
+    """PrairieLearn's results.json of a report: `score` in 0–1, one test per check (name, points, max_points,
+    message, output), the table as `output`. A submission that could not be read at all is `gradable: false`
+    (the student keeps the attempt) with the reason in `format_errors`."""
+    from rich.console import Console
+
+    from grader import i18n
+    from grader.registry import BY_ID
+    from grader.render.reporters import table
+
+    if report.steps and all(s.detail == "rejected_input" for s in report.steps):
+        return not_gradable(report.steps[0].message)
+    tests = []
+    for s in report.steps:
+        diagnoses = "\n".join(d.get("message", "") for d in s.diagnoses)
+        for c in s.checks:
+            message = c.message if not c.passed else ""
+            if s.status in ("not_started", "error") and s.message:
+                message = s.message
+            tests.append({"name": f"{BY_ID[s.id].number}. {s.id}: {c.name}", "description": s.title,
+                          "points": c.score, "max_points": c.max_score, "message": message,
+                          "output": diagnoses if not c.passed else ""})
+    console = Console(width=100, force_terminal=False, color_system=None)
+    with console.capture() as captured:
+        table(report, console, lang=lang)
+    with i18n.using(lang):
+        message = _("{score:g} / {max_score:g} points").format(score=report.score, max_score=report.max_score)
+    return {"gradable": True, "score": round(report.score / report.max_score, 6) if report.max_score else 0.0,
+            "message": message, "output": captured.get(), "tests": tests}
+
+
+def not_gradable(reason: str) -> dict[str, Any]:
+    """What PrairieLearn shows as "invalid, not gradable": no points awarded or lost, no attempt used."""
+    return {"gradable": False, "format_errors": [reason], "message": reason, "tests": []}
 
 
 def defines_a_step_name(path: Path) -> bool:
@@ -240,5 +240,38 @@ def defines_a_step_name(path: Path) -> bool:
     return False
 
 
-def _write(path: Path, doc: dict[str, Any]) -> None:
+def _write(path: Path, doc: dict[str, Any]) -> Path:
     write_atomic(path, json.dumps(doc, ensure_ascii=False, indent=2))
+    return path
+
+
+# ---------------------------------------------------------------- `attn-kata prairielearn build|run`
+
+@click.group("prairielearn")
+def prairielearn_group() -> None:
+    """PrairieLearn: an externally graded question folder, and the grading inside its container."""
+
+
+@prairielearn_group.command("build")
+@click.argument("directory", type=click.Path(path_type=Path, file_okay=False))
+@click.option("--image", default=None, help="The Docker image PrairieLearn runs the grader in (Python and torch; "
+              "tests/Dockerfile builds one).")
+@click.option("--secret", envvar="ATTN_KATA_SECRET", default=None,
+              help="Put this key for the hidden cases in tests/ (or ATTN_KATA_SECRET).")
+@click.option("--force", is_flag=True, help="Replace an existing question.")
+def build_command(directory: Path, image: str | None, secret: str | None, force: bool) -> None:
+    """Lay out a question folder in DIRECTORY: info.json, question.html, tests/ (run.sh, the kata)."""
+    if directory.exists() and not directory.is_dir():
+        fail(_("attn-kata: {path} is not a directory").format(path=directory))
+    try:
+        build(directory, image=image or DEFAULT_IMAGE, lang=chosen_lang(), secret=secret, force=force)
+    except PrairieLearnError as exc:
+        fail(str(exc))
+    except OSError as exc:
+        cannot_write(directory, exc)
+    click.echo(f"wrote {directory}")
+
+
+prairielearn_group.add_command(run_command(
+    run=run, envvar="PL_GRADE_ROOT", default="/grade",
+    help="What tests/run.sh calls: grade ROOT/student, write ROOT/results/results.json."))

@@ -1,10 +1,10 @@
-"""Turn a Report into what each reader needs: a terminal table, JSON, Gradescope's results.json."""
+"""Turn a Report into what each reader needs: a terminal table, JSON. (A platform's results.json is its own
+module's: grader.platforms.)"""
 
 from __future__ import annotations
 
 import json
 import re
-from typing import Any
 
 from rich.cells import cell_len
 from rich.console import Console
@@ -85,63 +85,3 @@ def _table(report: Report, console: Console, lang: str, verbose: bool) -> None:
         console.print(text(f"! {shared}", style="magenta", newlines=True))
     for note in report.notes:
         console.print(text(_("note: {note}").format(note=note), style="dim", newlines=True))
-
-
-def gradescope(report: Report, execution_time: float | None = None) -> dict[str, Any]:
-    """Gradescope's results.json: one test per check, named by step and check."""
-    tests = []
-    from grader.registry import BY_ID
-
-    for s in report.steps:
-        number = BY_ID[s.id].number
-        for c in s.checks:
-            output = c.message if not c.passed else ""
-            if s.status in ("not_started", "error") and s.message:
-                output = s.message
-            tests.append({"name": f"{number}. {s.id}: {c.name}", "score": c.score, "max_score": c.max_score,
-                          "status": "passed" if c.passed else "failed", "output": output,
-                          "visibility": "visible", "tags": [s.id]})
-    out: dict[str, Any] = {"score": report.score, "max_score": report.max_score, "tests": tests,
-                           "visibility": "visible", "stdout_visibility": "hidden"}
-    if execution_time is not None:
-        out["execution_time"] = round(execution_time, 3)
-    return out
-
-
-def prairielearn(report: Report, lang: str = "en") -> dict[str, Any]:
-    """PrairieLearn's results.json: `score` in 0–1, one test per check (name, points, max_points, message,
-    output), the table as `output`. A submission that could not be read at all is `gradable: false` (the student
-    keeps the attempt) with the reason in `format_errors`."""
-    from grader.registry import BY_ID
-
-    if report.steps and all(s.detail == "rejected_input" for s in report.steps):
-        return not_gradable(report.steps[0].message)
-    tests = []
-    for s in report.steps:
-        diagnoses = "\n".join(d.get("message", "") for d in s.diagnoses)
-        for c in s.checks:
-            message = c.message if not c.passed else ""
-            if s.status in ("not_started", "error") and s.message:
-                message = s.message
-            tests.append({"name": f"{BY_ID[s.id].number}. {s.id}: {c.name}", "description": s.title,
-                          "points": c.score, "max_points": c.max_score, "message": message,
-                          "output": diagnoses if not c.passed else ""})
-    console = Console(width=100, force_terminal=False, color_system=None)
-    with console.capture() as captured:
-        table(report, console, lang=lang)
-    with i18n.using(lang):
-        message = _("{score:g} / {max_score:g} points").format(score=report.score, max_score=report.max_score)
-    return {"gradable": True, "score": round(report.score / report.max_score, 6) if report.max_score else 0.0,
-            "message": message, "output": captured.get(), "tests": tests}
-
-
-def gradescope_not_gradable(reason: str) -> dict[str, Any]:
-    """Gradescope's results.json for an upload that cannot be graded (empty, unreadable, a syntax error in every
-    file): the reason once, no test (Gradescope has no "not gradable": the score is 0, the output says why)."""
-    return {"score": 0, "output": _("Not graded: {reason}").format(reason=reason), "tests": [],
-            "stdout_visibility": "visible"}
-
-
-def not_gradable(reason: str) -> dict[str, Any]:
-    """What PrairieLearn shows as "invalid, not gradable": no points awarded or lost, no attempt used."""
-    return {"gradable": False, "format_errors": [reason], "message": reason, "tests": []}

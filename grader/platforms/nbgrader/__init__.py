@@ -1,4 +1,10 @@
-"""`attn-kata nbgrader …`: make the chapter an nbgrader assignment, and autograde it in the sandbox."""
+"""nbgrader: make the chapter an nbgrader assignment, and autograde it in the sandbox into nbgrader's gradebook.
+
+One subpackage: its build (`assignment`: the source notebook and `assert_step`, which its hidden test cells call),
+its run (`autograde`: submitted/ graded by the engine, scores written to the gradebook) and here, its Click group
+`attn-kata nbgrader assignment|autograde` (`nbgrader_group`, added by grader.cli). nbgrader itself is an extra
+(`pip install "attention-kata[nbgrader]"`), imported only when a command needs it.
+"""
 
 from __future__ import annotations
 
@@ -27,7 +33,7 @@ def nbgrader_group() -> None:
 def assignment_cmd(out: Path, steps: tuple[str, ...]) -> None:
     """Write the nbgrader source notebook to OUT (a folder such as source/ps1, or a .ipynb path)."""
     from grader.cli_args import step_ids
-    from grader.instructor.nbgrader_support import write_assignment
+    from grader.platforms.nbgrader.assignment import write_assignment
 
     path = write_assignment(out, step_ids(steps) or None)
     click.echo(f"wrote {path}; next: nbgrader generate_assignment <assignment> --create")
@@ -45,7 +51,7 @@ def assignment_cmd(out: Path, steps: tuple[str, ...]) -> None:
 def autograde_cmd(course_dir: Path, assignment: str, students: tuple[str, ...], db_url: str | None,
                   secret: str | None, timeout: float | None) -> None:
     """Grade COURSE_DIR/submitted/*/ASSIGNMENT with the sandboxed engine; scores go to nbgrader's gradebook."""
-    from grader.instructor.nbgrader_support import autograde_course
+    from grader.platforms.nbgrader.autograde import autograde_course
 
     if not have_nbgrader():
         click.echo(f"attn-kata nbgrader autograde: {NEEDS_EXTRA}", err=True)
