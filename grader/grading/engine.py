@@ -421,12 +421,14 @@ def _oversized(tensors: dict[str, torch.Tensor], refs: dict[str, CaseResult]) ->
 
 
 def _first_shapes(tensors: dict[str, torch.Tensor], refs: dict[str, CaseResult]) -> tuple[str, str] | None:
-    """(the learner's shape, the reference's) of the first output whose shapes differ, as the learner reads them."""
-    for name, t in tensors.items():
-        case, _sep, key = name.partition("/")
-        want = refs[case].tensors.get(key) if case in refs else None
-        if isinstance(t, torch.Tensor) and isinstance(want, torch.Tensor) and t.shape != want.shape:
-            return expect.fmt_shape(t.shape), expect.fmt_shape(want.shape)
+    """(the learner's shape, the reference's) of the first output whose shapes differ, as the learner reads them:
+    first in the plan's order of cases and outputs (the answer's own order is safetensors', which varies from one
+    process to the next)."""
+    for case, ref in refs.items():
+        for key, want in ref.tensors.items():
+            t = tensors.get(f"{case}/{key}")
+            if isinstance(t, torch.Tensor) and t.shape != want.shape:
+                return expect.fmt_shape(t.shape), expect.fmt_shape(want.shape)
     return None
 
 
