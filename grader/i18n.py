@@ -8,7 +8,7 @@ batch, the reporters) run under `using(lang)`.
     _("text {n}").format(n=3)   translate now, in the current language
     N_("text")                  mark for extraction only; translate later with _()
 
-Updating the catalogue: see CONTRIBUTING in README.md (pybabel extract -> update -> translate -> compile).
+Updating the catalogue: see CONTRIBUTING.md, "Translations" (pybabel extract -> update -> translate -> compile).
 The worker never imports a language: probes and the worker send msgids with parameters
 (`Msg`), and the trusted side formats them.
 """

@@ -160,9 +160,9 @@ ZYGOTE_REQUEST_CHARS = _bound("ZYGOTE_REQUEST_CHARS", 256, "characters", CHANNEL
 SUBMISSION = "Submissions and uploads"
 SOURCE_BYTES = _bound("SOURCE_BYTES", 2 * MiB, "bytes", SUBMISSION, "grader.grading.ingest",
                       "code of one submission (a module, or a notebook's code cells together); above it: `too_large`")
-NOTEBOOK_BYTES = _bound("NOTEBOOK_BYTES", 32 * MiB, "bytes", SUBMISSION,
-                        ("grader.grading.ingest", "grader.grading.cases_key", "grader.instructor.discovery"),
-                        "a notebook file, outputs included (they are never read)")
+NOTEBOOK_BYTES = _bound("NOTEBOOK_BYTES", 32 * MiB, "bytes", SUBMISSION, "grader.grading.ingest",
+                        "a notebook file, outputs included (they are never read); what discovery and the per-upload "
+                        "case key hash of a file stops one byte past it")
 CODE_CELLS = _bound("CODE_CELLS", 4096, "cells", SUBMISSION, ("grader.grading.ingest", "grader.sandbox.wire"),
                     "code cells read from one notebook (an honest chapter has a few dozen): each is a unit the trusted "
                     "side analyses, and the cells a worker may name in one load error")

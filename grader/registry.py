@@ -1,8 +1,8 @@
 """The one declarative list of steps. The CLI, the checks, the stubs' self-test and the docs read it.
 
 Adding a step: add a `Step` here, a stub in exercises/<id>.py, the reference in
-solutions/<id>.py, a checks module grader/checks/<id>.py, its hints and buggy fixtures (see CONTRIBUTING in
-README.md); tests/test_steps.py names any part that is missing.
+solutions/<id>.py, a checks module grader/checks/<id>.py, its hints and buggy fixtures (see CONTRIBUTING.md,
+"Adding a step"); tests/test_steps.py names any part that is missing.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Report records (schema_version 1; README.md "For instructors") and their JSON form."""
+"""Report records (schema_version 1; docs/instructors.md) and their JSON form."""
 
 from __future__ import annotations
 

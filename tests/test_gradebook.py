@@ -11,8 +11,9 @@ from grader.registry import STEPS
 
 
 def test_the_graders_failure_has_no_total_the_uploads_fault_has_zero() -> None:
-    """An LMS imports the total column: a row the grader failed on (status error) must not put a 0 there (README:
-    a grader failure is never recorded as 0); an upload that cannot be graded (unreadable, empty, ...) is 0."""
+    """An LMS imports the total column: a row the grader failed on (status error) must not put a 0 there
+    (docs/instructors.md: a grader failure is never recorded as 0); an upload that cannot be graded (unreadable,
+    empty, ...) is 0."""
     entries = [discovery.Entry("ann", "ann.py", slug="ann", status="error", rejected="the grading process died twice"),
                discovery.Entry("bob", "bob.ipynb", slug="bob", status="unreadable", rejected="not a notebook"),
                discovery.Entry("cat", "cat.py", slug="cat")]

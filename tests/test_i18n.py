@@ -109,7 +109,7 @@ def test_every_msgid_has_a_chinese_translation() -> None:
     catalog = read_po(PO.open("rb"))
     have = {m.id: m.string for m in catalog if m.id}
     missing = sorted(m for m in found if not have.get(m))
-    assert not missing, f"msgids without a Chinese msgstr (see CONTRIBUTING in README.md): {missing}"
+    assert not missing, f"msgids without a Chinese msgstr (see CONTRIBUTING.md, Translations): {missing}"
     fields = re.compile(r"\{[^{}]*\}")
     for msgid in found:
         assert sorted(fields.findall(msgid)) == sorted(fields.findall(have[msgid])), msgid
