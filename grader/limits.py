@@ -201,5 +201,5 @@ REPORT_TEXT_CHARS = _bound("REPORT_TEXT_CHARS", 600, "characters", OUTPUT, "grad
 NBGRADER_SHOWN_CHARS = _bound("NBGRADER_SHOWN_CHARS", 80, "characters", OUTPUT,
                               "grader.platforms.nbgrader.autograde",
                               "a student's value quoted in a `not graded` reason")
-HEATMAP_MAX_SIDE = _bound("HEATMAP_MAX_SIDE", 64, "rows or columns", OUTPUT, "grader.render.heatmap",
+HEATMAP_MAX_SIDE = _bound("HEATMAP_MAX_SIDE", 64, "rows or columns", OUTPUT, "grader.grading.pictures",
                           "larger attention matrices are not drawn")

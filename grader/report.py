@@ -50,6 +50,9 @@ class StepResult:
     message: str = ""
     # classic mistakes recognised by behaviour (grader/grading/diagnose.py): [{"id", "message"}], report language
     diagnoses: list[dict[str, str]] = field(default_factory=list)
+    # the attention weights of its picture cases, both sides' (grader.grading.pictures.Matrix), when the grade was
+    # asked for them (engine.grade(..., pictures=True)) for grader.render to draw; never in the JSON report
+    pictures: list[Any] = field(default_factory=list, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         """= dataclasses.asdict(self), written out: asdict deep-copies every value, ~5× slower."""

@@ -159,11 +159,14 @@ def test_heatmaps_show_no_internal_case_tag() -> None:
     import torch
     from rich.console import Console
 
+    from grader import checks
     from grader.render import heatmap, html_report
     from grader.report import Report, StepResult
 
-    for step, pairs in heatmap.WEIGHT_CASES.items():
-        for case, label in pairs:
+    checks.load_all()
+    assert checks.PICTURES, "no step declares a picture"
+    for step, pairs in checks.PICTURES.items():
+        for case, label in pairs.items():
             mat = heatmap.Matrix(step, case, label, torch.eye(3), torch.ones(3, 3) / 3)
             console = Console(width=120, force_terminal=False, color_system=None)
             with console.capture() as captured:

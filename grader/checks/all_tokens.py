@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from grader.checks import JOURNEY, Case, Gen, Outcome, cases, check, expect, hints
+from grader.checks import JOURNEY, Case, Gen, Outcome, cases, check, expect, hints, pictures
 from grader.checks.common import call
 from grader.i18n import N_, _
 
@@ -32,6 +32,8 @@ hints(
 SQ = ("num_tokens", "num_tokens")
 
 
+# drawn next to the reference's: the learner's attention weights here (grader.render.heatmap)
+pictures(STEP, {"weights": "all_attention_weights(attn_scores)"})
 @cases(STEP)
 def _cases(g: Gen) -> dict[str, Case]:
     n, d = g.distinct(lambda: (g.int(7, 10), g.int(2, 4)), 6, 3)  # more tokens than the book's 6, never its d_in = 3

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from grader.checks import Case, Gen, Outcome, cases, check, expect, hints, proof
+from grader.checks import Case, Gen, Outcome, cases, check, expect, hints, pictures, proof
 from grader.checks.common import call
 from grader.i18n import N_, _
 
@@ -29,6 +29,8 @@ hints(
         "dim=-1) -> same shape."
     ),
 )
+# drawn next to the reference's: the learner's attention weights here (grader.render.heatmap)
+pictures(STEP, {"w2d": "masked_attention_weights(attn_scores, d_k)"})
 
 SQ = ("queries", "keys")
 

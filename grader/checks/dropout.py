@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from grader.checks import Case, Gen, Outcome, cases, check, expect, hints, proof
+from grader.checks import Case, Gen, Outcome, cases, check, expect, hints, pictures, proof
 from grader.checks.common import call
 from grader.i18n import N_, _
 
@@ -27,6 +27,8 @@ hints(
         "return attn_weights * keep / (1 - p). Handle p == 1 separately (torch.zeros_like) to avoid 0/0."
     ),
 )
+# drawn next to the reference's: the learner's attention weights here (grader.render.heatmap)
+pictures(STEP, {"eval": "dropout_attention(attn_weights, p, training=False)"})
 
 FN = "dropout_attention"
 

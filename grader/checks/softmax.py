@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from grader.checks import JOURNEY, Case, Gen, Outcome, cases, check, expect, hints
+from grader.checks import JOURNEY, Case, Gen, Outcome, cases, check, expect, hints, pictures
 from grader.checks.common import call
 from grader.i18n import N_, _
 
@@ -28,6 +28,8 @@ hints(
         "torch.softmax(scores, dim=-1), each slice along the last dim sums to 1."
     ),
 )
+# drawn next to the reference's: the learner's attention weights here (grader.render.heatmap)
+pictures(STEP, {"w2d": "attention_weights(scores)"})
 
 
 @cases(STEP)

@@ -16,7 +16,7 @@ import torch
 
 from grader import checks, i18n, limits
 from grader.checks import Case, CaseResult, Outcome, expect, structure
-from grader.grading import diagnose, flags, ingest, static
+from grader.grading import diagnose, flags, ingest, pictures, static
 from grader.grading.runner import run_jobs
 from grader.i18n import _
 from grader.pool.session import (
@@ -476,8 +476,9 @@ def _detail_text(cases: dict[str, CaseResult]) -> tuple[str, str]:
     return "wrong_answer", ""
 
 
-def judge(collected: list[Collected], *, secret: str | None = None) -> list[Report]:
-    """Run the checks on many submissions' outputs in one pytest session (trusted process only)."""
+def judge(collected: list[Collected], *, secret: str | None = None, with_pictures: bool = False) -> list[Report]:
+    """Run the checks on many submissions' outputs in one pytest session (trusted process only). `with_pictures`:
+    each step also carries the matrices of its picture cases, both sides' (StepResult.pictures, grading.pictures)."""
     plans, stand_in_results = prepared(resolve_secret(secret))
     chosen: dict[tuple[int, str], dict[str, CaseResult]] = {}  # (submission, step) -> the reference results it meets
     jobs = []
@@ -514,19 +515,24 @@ def judge(collected: list[Collected], *, secret: str | None = None) -> list[Repo
             if status != "passed":  # name the classic mistake the outputs show, if any
                 results[sid].diagnoses = diagnose.diagnose(
                     Outcome(sid, plans[sid], col.learner[sid], chosen[i, sid], col.static), col.lang)
+        if with_pictures:  # against the stand-ins' results, whatever the step was judged against
+            for step in col.step_list:
+                results[step.id].pictures = pictures.of_step(step, col.learner.get(step.id), col.results.get(step.id),
+                                                             stand_in_results.get(step.id, {}), col.lang)
         reports.append(Report(col.display, [results[s.id] for s in col.step_list], notes=col.notes, flags=col.flags,
                               grader_version=version, sandbox=col.sandbox))
     return reports
 
 
 def grade_many(paths: Iterable[str | Path], **kwargs: Any) -> list[Report]:
-    """Grade several submissions, judging them together (one pytest session)."""
-    secret = kwargs.get("secret")
-    return judge([collect(p, **kwargs) for p in paths], secret=secret)
+    """Grade several submissions, judging them together (one pytest session). `pictures=True`: each step also
+    carries its attention-weight matrices (StepResult.pictures), which grader.render draws."""
+    secret, with_pictures = kwargs.get("secret"), kwargs.pop("pictures", False)
+    return judge([collect(p, **kwargs) for p in paths], secret=secret, with_pictures=with_pictures)
 
 
 def grade(path: str | Path, **kwargs: Any) -> Report:
     """Grade one submission. Never raises for anything the submission does.
 
-    Keyword arguments: steps, secret, timeout, lang, config (see `collect`)."""
+    Keyword arguments: steps, secret, timeout, lang, config (see `collect`); pictures (see `grade_many`)."""
     return grade_many([path], **kwargs)[0]

@@ -67,7 +67,8 @@ def _grade_pictures(path: str | Path, html: str | Path | None, pictures: bool, *
     from grader.grading import engine
     from grader.render import heatmap
 
-    report, mats = heatmap.grade_with_matrices(path, **kwargs)
+    report = engine.grade(path, pictures=True, **kwargs)
+    mats = heatmap.of_report(report)
     if html:
         from grader.render import html_report
 

@@ -138,6 +138,7 @@ def grade_sources_with_matrices(sources: list[str], steps: list[str] | None, sec
                                 lang: str = "en"):  # type: ignore[no-untyped-def]
     """As grade_sources, and also the attention-weight matrices both sides produced (grader.render.heatmap), for
     the heatmaps the terminal shows: (report, matrices by step)."""
+    from grader.grading import engine
     from grader.render import heatmap
 
     with tempfile.TemporaryDirectory(prefix="attn-kata-nb-") as tmp:
@@ -145,6 +146,7 @@ def grade_sources_with_matrices(sources: list[str], steps: list[str] | None, sec
         path.write_text(notebook_json(sources), encoding="utf-8")
         with warnings.catch_warnings(), contextlib.redirect_stderr(io.StringIO()):
             warnings.simplefilter("ignore")
-            return heatmap.grade_with_matrices(path, steps=steps, secret=secret, lang=lang)
+            report = engine.grade(path, steps=steps, secret=secret, lang=lang, pictures=True)
+            return report, heatmap.of_report(report)
 
 

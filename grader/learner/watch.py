@@ -150,14 +150,16 @@ class Watcher:
 
     # one grading round: the current step only
     def grade(self) -> None:
+        from grader.grading import engine
         from grader.learner import api
         from grader.render import heatmap, reporters
 
         step = self.step
         start = time.monotonic()
         try:
-            report, mats = heatmap.grade_with_matrices(graded(self.ws), steps=[step.id], timeout=self.timeout,
-                                                       lang=self.lang, secret=self.secret)
+            report = engine.grade(graded(self.ws), steps=[step.id], timeout=self.timeout, lang=self.lang,
+                                  secret=self.secret, pictures=True)
+            mats = heatmap.of_report(report)
         except Exception as exc:  # the grader's own trouble (never the submission's): say so, keep watching
             self.say("error", "red", err=f"{type(exc).__name__}: {exc}")
             return

@@ -1,136 +1,26 @@
 """Attention-weight matrices as pictures: the learner's next to the reference's.
 
-The engine's `grade()` returns only the report; to draw the matrices we call `engine.collect()`
-and `engine.judge()` ourselves (`grade_with_matrices`) and read the tensors both sides produced
-for the cases whose output is a weight matrix. This module also draws them in the terminal
-(rich, one background colour per cell); grader/render/html_report.py draws them in HTML.
+The matrices come with the report: `engine.grade(..., pictures=True)` attaches to each step those of the cases
+its module declares as pictures (grader.grading.pictures); this module draws them in the terminal (rich, one
+background colour per cell), grader/render/html_report.py in HTML. Nothing here grades.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import torch
 
-from grader import i18n, limits
+from grader import i18n
+from grader.grading.pictures import Matrix
 from grader.i18n import N_
 from grader.report import Report
 
-# step id -> cases whose output ("out") is a matrix of attention weights, with what produced it
-WEIGHT_CASES: dict[str, tuple[tuple[str, str], ...]] = {
-    "softmax": (("w2d", "attention_weights(scores)"),),
-    "all_tokens": (("weights", "all_attention_weights(attn_scores)"),),
-    "causal_mask": (("w2d", "masked_attention_weights(attn_scores, d_k)"),),
-    "dropout": (("eval", "dropout_attention(attn_weights, p, training=False)"),),
-}
-MAX_SIDE = limits.HEATMAP_MAX_SIDE  # larger matrices are not drawn
 
-
-def _matrix(value: Any) -> torch.Tensor | None:
-    """A 2-D float tensor, or None when the value cannot be drawn as one."""
-    if not isinstance(value, torch.Tensor) or value.is_complex():
-        return None
-    t = value.detach().to("cpu")
-    while t.dim() > 2 and t.shape[0] == 1:
-        t = t[0]
-    if t.dim() != 2 or t.numel() == 0 or max(t.shape) > MAX_SIDE:
-        return None
-    return t.to(torch.float64)
-
-
-@dataclass
-class Matrix:
-    """One case's weights: the reference's (`want`) and the learner's (`got`, None if unusable)."""
-
-    step: str
-    case: str
-    label: str
-    want: torch.Tensor
-    got: torch.Tensor | None
-    note: str = ""  # why `got` is missing, or that its shape differs
-
-    @property
-    def comparable(self) -> bool:
-        return self.got is not None and self.got.shape == self.want.shape
-
-    @property
-    def leaked(self) -> torch.Tensor | None:
-        """Future cells (above the diagonal) where the reference is 0 and the learner's weight is not."""
-        if not self.comparable:
-            return None
-        assert self.got is not None
-        upper = torch.triu(torch.ones_like(self.want, dtype=torch.bool), diagonal=1)
-        return upper & (self.want == 0) & (self.got != 0) & torch.isfinite(self.got)  # NaN is drawn as NaN
-
-    @property
-    def differs(self) -> torch.Tensor | None:
-        if not self.comparable:
-            return None
-        assert self.got is not None
-        return ~torch.isclose(self.got, self.want, rtol=1e-4, atol=1e-5)
-
-    @property
-    def leak_count(self) -> int:
-        leaked = self.leaked
-        return int(leaked.sum()) if leaked is not None else 0
-
-    @property
-    def vmax(self) -> float:
-        vals = [float(self.want.abs().max())]
-        if self.got is not None:
-            finite = self.got[torch.isfinite(self.got)]
-            if finite.numel():
-                vals.append(float(finite.abs().max()))
-        return max(max(vals), 1e-12)
-
-
-def matrices(collected: Any, secret: str | None = None) -> dict[str, list[Matrix]]:
-    """The weight matrices of every collected step that has some: step id -> [Matrix]."""
-    from grader.grading import engine
-
-    _plans, ref = engine.prepared(engine.resolve_secret(secret))
-    with i18n.using(collected.lang):  # the notes are in the report's language
-        return _matrices(collected, ref)
-
-
-def _matrices(collected: Any, ref: dict[str, Any]) -> dict[str, list[Matrix]]:
-    _ = i18n._
-    out: dict[str, list[Matrix]] = {}
-    for step in collected.step_list:
-        for case, label in WEIGHT_CASES.get(step.id, ()):
-            ref_case = ref.get(step.id, {}).get(case)
-            want = _matrix(ref_case.tensors.get("out")) if ref_case is not None else None
-            if want is None:
-                continue
-            learner = collected.learner.get(step.id, {}).get(case)
-            got, note = None, ""
-            if learner is None:
-                settled = collected.results.get(step.id)
-                note = i18n.status(settled.status) if settled is not None else _("no result")
-            elif learner.status != "ok":
-                note = learner.text() or learner.status
-            else:
-                raw = learner.tensors.get("out")
-                got = _matrix(raw)
-                if got is None:
-                    note = (_("not a matrix: shape {shape}").format(shape=tuple(raw.shape))
-                            if isinstance(raw, torch.Tensor) else _("no tensor returned"))
-                elif got.shape != want.shape:
-                    note = _("shape {shape}, expected {want}").format(shape=tuple(got.shape), want=tuple(want.shape))
-            out.setdefault(step.id, []).append(Matrix(step.id, case, label, want, got, note))
-    return out
-
-
-def grade_with_matrices(path: str | Path, **kwargs: Any) -> tuple[Report, dict[str, list[Matrix]]]:
-    """Like `engine.grade`, and also the weight matrices both sides produced (same keyword arguments)."""
-    from grader.grading import engine
-
-    col = engine.collect(path, **kwargs)
-    report = engine.judge([col], secret=kwargs.get("secret"))[0]
-    return report, matrices(col, kwargs.get("secret"))
+def of_report(report: Report) -> dict[str, list[Matrix]]:
+    """The matrices a report carries (engine.grade(..., pictures=True)): step id -> [Matrix], steps with some."""
+    return {s.id: list(s.pictures) for s in report.steps if s.pictures}
 
 
 # --- colours ---------------------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 One file, inline CSS, heatmaps as plain <table>s with inline background colours: no script, no
 fonts, no network. Every text that may come from the submission is escaped.
 
-For each step whose output is a matrix of attention weights (grader.render.heatmap.WEIGHT_CASES) the
+For each step whose output is a matrix of attention weights (its module's `pictures`) the
 expected weights are drawn next to the learner's; future cells that leak attention (non-zero above
 the diagonal where the reference is 0) get `class="cell leak"` and a red outline.
 """
