@@ -31,6 +31,8 @@ def test_the_contracts_hold() -> None:
     ("grader/worker/serve.py", "from grader.grading import reference  # planted"),
     ("grader/sandbox/channel.py", "from grader.worker import probes  # planted"),
     ("grader/registry.py", "from grader.checks import expect  # planted"),
+    ("grader/daemon/server.py", "from grader import cli  # planted: the daemon's entry point hands it the CLI"),
+    ("grader/render/reporters.py", "from grader.platforms import gradescope  # planted"),
 ])
 def test_a_planted_import_across_the_boundary_breaks_a_contract(tmp_path: Path, module: str, line: str) -> None:
     shutil.copytree(ROOT / "grader", tmp_path / "grader", ignore=shutil.ignore_patterns("__pycache__"))

@@ -12,5 +12,9 @@ grading in-process. Its workers come from its zygote and are confined exactly as
 - client:      light (no torch, no rich): connect, or start a daemon, and hand it the command
 - server:      the daemon itself: one at a time, the lock, the socket, idle and out-of-date stops
 - command:     one client's command, run on its stdio, working directory and environment, then put back
-- commands:    `attn-kata daemon status|stop`
+- commands:    `attn-kata daemon start|status|stop`
+
+The daemon's process starts at its own entry point, grader.daemon_main, which hands the server the CLI to serve:
+nothing here imports grader.cli (the CLI imports the client and the commands; the layers contract in pyproject.toml
+keeps it one way).
 """

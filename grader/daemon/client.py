@@ -26,7 +26,7 @@ SERVED = ("check", "list", "grade")  # never batch, never a secret: those always
 NEVER_STARTS = ("list",)
 START_TIMEOUT = limits.DAEMON_START_TIMEOUT  # seconds for a new daemon to say it listens
 BUSY_PATIENCE = limits.DAEMON_BUSY_PATIENCE  # seconds to wait for another starting daemon's socket
-SERVER = "import sys; sys.path.insert(0, {root!r}); from grader.daemon.server import main; main()"
+SERVER = "import sys; sys.path.insert(0, {root!r}); from grader.daemon_main import main; main()"
 
 
 def bypassed(no_daemon: bool = False) -> bool:

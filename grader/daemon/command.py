@@ -1,5 +1,6 @@
 """One client's command, run in the daemon as the client would run it: its environment, its working directory and
-its stdin, stdout and stderr (received as fds), then everything put back for the next client."""
+its stdin, stdout and stderr (received as fds), then everything put back for the next client. The command line it
+runs (`app`) is handed in by the daemon's entry point (grader.daemon_main): the daemon never imports the CLI."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ import threading
 import traceback
 from collections.abc import Callable
 from typing import Any
+
+import click
 
 from grader.daemon.client import BYPASS_ENV, SECRET_ENV, SERVED
 
@@ -62,9 +65,10 @@ class HangUp(threading.Thread):
                 self.on_hangup()
 
 
-def run(conn: socket.socket, doc: dict[str, Any], fds: list[int], on_hangup: Callable[[], None]) -> int:
-    """`attn-kata ARGV` as the client would run it: its environment (ATTN_KATA_NO_DAEMON set, so it grades here),
-    its working directory, its stdio; then everything put back."""
+def run(app: click.Command, conn: socket.socket, doc: dict[str, Any], fds: list[int],
+        on_hangup: Callable[[], None]) -> int:
+    """`attn-kata ARGV` (the command line `app`) as the client would run it: its environment (ATTN_KATA_NO_DAEMON
+    set, so it grades here), its working directory, its stdio; then everything put back."""
     saved_env, saved_std = dict(os.environ), (sys.stdin, sys.stdout, sys.stderr)
     saved_fds = [os.dup(fd) for fd in (0, 1, 2)]
     watcher = HangUp(conn, on_hangup)
@@ -78,7 +82,7 @@ def run(conn: socket.socket, doc: dict[str, Any], fds: list[int], on_hangup: Cal
         sys.stdin, sys.stdout, sys.stderr = (_wrap(0, False), _wrap(1, True, doc.get("stdout")),
                                              _wrap(2, True, doc.get("stderr")))
         watcher.start()
-        return invoke(doc["argv"], doc["prog"])
+        return invoke(app, doc["argv"], doc["prog"])
     finally:
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):
@@ -93,11 +97,9 @@ def run(conn: socket.socket, doc: dict[str, Any], fds: list[int], on_hangup: Cal
         os.environ.update(saved_env)
 
 
-def invoke(argv: list[str], prog: str) -> int:
-    from grader.cli import main as cli
-
+def invoke(app: click.Command, argv: list[str], prog: str) -> int:
     try:
-        cli.main(args=argv, prog_name=prog, standalone_mode=True)
+        app.main(args=argv, prog_name=prog, standalone_mode=True)
     except SystemExit as exc:
         if exc.code is None or isinstance(exc.code, int):
             return exc.code or 0

@@ -1,6 +1,7 @@
 """The daemon: a warm, trusted `attn-kata` of the learner's own user that runs `check`, `list` and `grade` for them.
 
-It runs the very CLI command the client sent (grader.cli.main, in-process mode) on the client's stdin, stdout,
+It runs the very CLI command the client sent (the command line its entry point hands it, grader.daemon_main: the CLI's
+own group, in-process mode) on the client's stdin, stdout,
 stderr and working directory, received as file descriptors, under the client's environment: the output and the
 exit code are what grading in the client would give, by construction. It holds no secret (a request that has
 one is refused, and the client never sends one), never serves `batch`, and its workers come from its zygote,
@@ -19,6 +20,8 @@ import socket
 import sys
 import time
 from typing import Any
+
+import click
 
 from grader import limits
 from grader.daemon import command, paths, protocol
@@ -39,7 +42,8 @@ def idle_limit() -> float:
 
 
 class Daemon:
-    def __init__(self, ready: int):
+    def __init__(self, app: click.Command, ready: int):
+        self.app = app  # the command line it serves (grader.cli.main, handed in by grader.daemon_main)
         self.ready = ready
         self.where = paths.for_this_kata()
         self.fp = fingerprint()
@@ -131,8 +135,8 @@ class Daemon:
         os._exit(0)  # our zygote sees its connection close and kills the workers
 
     def warm_up(self) -> None:
-        """Import and compute once what every command needs: the CLI, torch and the engine with the reference's
-        results, the reporters; the zygote starts importing torch meanwhile."""
+        """Import and compute once what every command needs: torch and the engine with the reference's results, the
+        reporters (the CLI is imported already: it is `app`); the zygote starts importing torch meanwhile."""
         from grader.pool import warm
 
         warm.warm_up()
@@ -142,7 +146,6 @@ class Daemon:
             zygote.set_name("attn-daemon")
         else:
             os.environ["ATTN_KATA_KEEP_WARM"] = "1"  # a spare worker always ready for the next check
-        import grader.cli  # noqa: F401
         from grader.grading import engine
         from grader.learner import api  # noqa: F401
         from grader.render import heatmap, reporters  # noqa: F401
@@ -212,7 +215,7 @@ class Daemon:
                 self.reply(conn, {"refused": why})
                 return
             self.served += 1
-            self.reply(conn, {"exit": command.run(conn, doc, fds, on_hangup=self.abandon)})
+            self.reply(conn, {"exit": command.run(self.app, conn, doc, fds, on_hangup=self.abandon)})
         else:
             self.reply(conn, {"refused": "unknown request"})
 
@@ -221,11 +224,12 @@ class Daemon:
             protocol.send(conn, doc)
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(app: click.Command, argv: list[str] | None = None) -> None:
+    """Be the daemon serving `app`; argv[0], when given, is the pipe to say "ready" or "busy" on."""
     args = argv if argv is not None else sys.argv[1:]
     ready = int(args[0]) if args else -1
     try:
-        daemon = Daemon(ready)
+        daemon = Daemon(app, ready)
     except (paths.Unavailable, OSError) as exc:
         print(f"attn-kata daemon: {exc}", file=sys.stderr)
         return  # the client reads end-of-file on the ready pipe and grades in-process
