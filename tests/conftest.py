@@ -22,9 +22,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import machine
 import pytest
 
 os.environ["ATTN_KATA_NO_DAEMON"] = "1"  # inherited by every `attn-kata` a test runs with the default environment
@@ -53,11 +54,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.slow)
 
 
-def pytest_report_header(config: pytest.Config) -> str | None:
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    lines = [f"wall-clock bounds x{machine.factor():.1f} (tests/machine.py: this machine now against the reference)"]
     if LACKS_BY_DESIGN:
-        return (f"uid {os.geteuid()} (not root): lacks by design {sorted(LACKS_BY_DESIGN)}; sandbox tests that grade "
-                f"with a secret run under {WAIVER}=1, except those marked strong_gate")
-    return None
+        lines.append(f"uid {os.geteuid()} (not root): lacks by design {sorted(LACKS_BY_DESIGN)}; sandbox tests that "
+                     f"grade with a secret run under {WAIVER}=1, except those marked strong_gate")
+    return lines
+
+
+@pytest.fixture(scope="session")
+def scaled() -> Callable[[float], float]:
+    """`scaled(seconds)`: a wall-clock bound written for the reference machine, for this one (tests/machine.py)."""
+    return machine.scaled
 
 
 @pytest.fixture(scope="session")

@@ -18,6 +18,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from machine import scaled
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -96,7 +97,7 @@ def test_sigkill_then_resume_gives_identical_reports(klass: Path, tmp_path: Path
                              "-q"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
     done = 0
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + scaled(120)
     try:
         while time.monotonic() < deadline and proc.poll() is None:
             try:
@@ -541,7 +542,7 @@ def test_a_worker_cannot_read_the_secret_from_a_grading_process(tmp_path: Path) 
     found_outside: list[bool] = []
 
     def hunt_unconfined() -> None:  # the same search from outside the sandbox does find it
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + scaled(60)
         while not found_outside and time.monotonic() < deadline:
             if hunt["_hunt"](b"the-term-key-4821"):
                 found_outside.append(True)
@@ -638,7 +639,7 @@ def test_the_next_submission_started_ahead_changes_nothing(tmp_path: Path, monke
     assert scores[0] == [5.0] and scores[2][0] < 5.0, scores
     assert ahead[1][1].results["dot_scores"].detail == "timeout", ahead[1][1].results
     assert ahead[0][3] < 5.0, "the honest submission before the hang waited for it"
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + scaled(5)
     while procs.leftovers() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert procs.leftovers() == {}

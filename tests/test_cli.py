@@ -1,4 +1,5 @@
-"""The README's commands, run as a learner would: real subprocesses of the installed CLI."""
+"""The README's commands, run as a learner would: their output and exit code, through the top-level Click group in
+this process (tests/inproc.py: real grading, through the session's zygote), and each verb once as a real process."""
 
 from __future__ import annotations
 
@@ -9,23 +10,30 @@ import sys
 from pathlib import Path
 
 import pytest
+from inproc import kata as run_in_process
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def kata(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    return run_in_process(*args, cwd=cwd)
+
+
+def process(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "grader", *args], capture_output=True, text=True, cwd=cwd,
                           timeout=300)
 
 
 def test_grade_solutions_full_marks_and_exercises_not_started() -> None:
-    sol = kata("grade", "solutions", "--format", "json")
+    """The README's first command as a real process (the cold path: the command forks its grading process from a
+    zygote of its own and never imports torch, tests/test_forked.py)."""
+    sol = process("grade", "solutions", "--format", "json")
     assert sol.returncode == 0, sol.stderr
     doc = json.loads(sol.stdout)
     assert doc["schema_version"] == 1
     assert doc["score"] == doc["max_score"] > 0
     assert all(s["status"] == "passed" for s in doc["steps"])
-    ex = json.loads(kata("grade", "exercises", "--format", "json").stdout)
+    ex = json.loads(process("grade", "exercises", "--format", "json").stdout)
     assert ex["score"] == 0
     assert {s["status"] for s in ex["steps"]} == {"not_started"}
     assert len(ex["steps"]) == 14
@@ -227,3 +235,20 @@ def test_a_mistyped_step_gets_a_did_you_mean() -> None:
     assert "did you mean 'causal_mask'" in out.output
     far = CliRunner().invoke(main, ["--lang", "en", "--no-daemon", "hint", "zzzz"])
     assert far.exit_code == 2 and "did you mean" not in far.output and "attn-kata list" in far.output
+
+
+def _verbs() -> list[str]:
+    from grader.cli import main
+
+    return sorted(main.commands)
+
+
+@pytest.mark.parametrize("verb", _verbs())
+def test_every_verb_runs_as_a_process(verb: str) -> None:
+    """The in-process tests above bypass the entry point: each verb once as the installed `attn-kata` starts it
+    (its help: the verb is registered and its module imports in a fresh interpreter), the same help as in-process."""
+    proc = subprocess.run([str(Path(sys.executable).parent / "attn-kata"), verb, "--help"], capture_output=True,
+                          text=True, cwd=ROOT, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith(f"Usage: attn-kata {verb} "), proc.stdout
+    assert proc.stdout == kata(verb, "--help").stdout

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pexpect
 import pytest
+from machine import scaled
 
 from tests.procs import descendants
 
@@ -75,7 +76,7 @@ def kata(*args: str, env: dict[str, str], cwd: Path = ROOT) -> subprocess.Comple
 
 
 def wait_until(condition, seconds: float) -> bool:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + seconds
+    deadline = time.monotonic() + scaled(seconds)  # tests/machine.py: bounds written for the idle CI machine
     while time.monotonic() < deadline:
         if condition():
             return True

@@ -1,6 +1,7 @@
 """A learner's first minutes (issue 25): the first commands answer fast and start nothing, `--path` anywhere, a
 workspace that remembers its language, `reset` saying what it will do, `watch` reading single keys and `n` going
-to the next step not yet passed. Real subprocesses and a real terminal (pexpect), as a learner runs them."""
+to the next step not yet passed. The commands through the CLI in this process (tests/inproc.py); what a first
+command imports, and `watch` in a real terminal (pexpect), as processes."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import pexpect
 import pytest
+from inproc import kata as run_in_process
 
 ROOT = Path(__file__).resolve().parent.parent
 # what no first command may import: torch (~1.5 s), nbformat (~1 s: jsonschema), the grading engine, the zygote
@@ -22,8 +24,13 @@ HEAVY = {"torch", "numpy", "nbformat", "jsonschema", "grader.grading.engine", "g
 
 def kata(*args: str, cwd: Path = ROOT, env: dict[str, str] | None = None,
          input: str | None = None) -> subprocess.CompletedProcess[str]:
+    """In this process (tests/inproc.py); what a first command imports, its time and `watch` run as processes."""
+    return run_in_process(*args, cwd=cwd, env=env, input=input)
+
+
+def process(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "grader", *args], capture_output=True, text=True, cwd=cwd,
-                          timeout=300, input=input, env=env)
+                          timeout=300)
 
 
 def english_env(**extra: str) -> dict[str, str]:
@@ -64,7 +71,7 @@ def test_list_hint_solution_and_init_import_nothing_heavy_and_start_no_daemon(tm
     nbformat.validate(nbformat.from_dict(nb))
     assert (nb["nbformat"], nb["nbformat_minor"]) == (4, 5) and all("id" in c for c in nb["cells"])
     start = time.monotonic()
-    assert kata("hint", "softmax", cwd=ws).returncode == 0
+    assert process("hint", "softmax", cwd=ws).returncode == 0
     print(f"\nhint in a subprocess: {time.monotonic() - start:.2f} s")
 
 

@@ -94,9 +94,11 @@ def english_words(text: str, allowed: set[str]) -> list[str]:
 
 
 def kata(*args: str, lang: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    """In this process (tests/inproc.py: the command's output and exit code, real grading)."""
+    from inproc import kata as run_in_process
+
     env = {**os.environ, "COLUMNS": "2000", "ATTN_KATA_LANG": "", "LC_ALL": "C.UTF-8", "LANG": "C.UTF-8"}
-    return subprocess.run([sys.executable, "-m", "grader", "--lang", lang, *args], capture_output=True, text=True,
-                          cwd=cwd, env=env, timeout=600)
+    return run_in_process("--lang", lang, *args, cwd=cwd, env=env)
 
 
 # ------------------------------------------------------------------------------------ (a) the catalogue

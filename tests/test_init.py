@@ -1,5 +1,6 @@
 """`attn-kata init`, the workspace found from any folder inside it, progress kept where the user can write, and
-the notebook's check() replayed in a real kernel: real subprocesses, real notebooks (nbclient)."""
+the notebook's check() replayed in a real kernel: the commands in this process (tests/inproc.py), real notebooks
+(nbclient)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import nbclient
 import nbformat
+from inproc import kata as run_in_process
 
 from grader.learner.init import split_stub
 from grader.learner.workspace import NoWorkspace, find_workspace
@@ -25,8 +27,9 @@ SOLUTION = (ROOT / "solutions" / "dot_scores.py").read_text(encoding="utf-8")
 
 
 def kata(*args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "grader", *args], capture_output=True, text=True, cwd=cwd,
-                          timeout=300, env=env or ENV)
+    """In this process (tests/inproc.py); the read-only mount, the shell completion and the terminal below run
+    `attn-kata` as a process, which they are about."""
+    return run_in_process(*args, cwd=cwd, env=env or ENV)
 
 
 def one_line_error(proc: subprocess.CompletedProcess) -> str:
