@@ -19,6 +19,7 @@ import pytest
 import torch
 from rich.console import Console
 
+from grader import checks
 from grader.checks import CaseResult, Outcome
 from grader.grading import diagnose
 from grader.grading.engine import collect, grade, grade_many, prepared
@@ -121,7 +122,7 @@ def test_the_table_lists_real_fixtures_and_covers_every_classic_mistake() -> Non
     assert set(DIAGNOSED) <= set(BUGGY_NAMES)
     named = {i for steps in DIAGNOSED.values() for ids in steps.values() for i in ids}
     assert not CLASSIC - named, CLASSIC - named
-    assert named <= set(diagnose.MESSAGES)
+    assert named <= set(diagnose.messages())
 
 
 @pytest.mark.parametrize("name", BUGGY_NAMES)
@@ -135,7 +136,7 @@ def test_correct_submissions_match_no_mistake_model(path: Path) -> None:
     run the diagnosis itself on every step a correct submission wrote, as if it had failed."""
     plans, refs = prepared("")
     col = collect(str(path))
-    assert set(col.learner) & set(diagnose.STEPS), "no diagnosed step was run"
+    assert set(col.learner) & set(checks.DIAGNOSES), "no diagnosed step was run"
     for sid, cases in col.learner.items():
         assert diagnose.ids(Outcome(sid, plans[sid], cases, refs[sid], col.static)) == [], sid
 
@@ -181,7 +182,7 @@ def test_diagnoses_do_not_depend_on_the_secret(name: str) -> None:
 
 
 def test_messages_exist_in_both_languages_with_the_book_section() -> None:
-    for diag_id in diagnose.MESSAGES:
+    for diag_id in diagnose.messages():
         en = diagnose.message(diag_id, "causal_mask")
         zh = diagnose.message(diag_id, "causal_mask", "zh")
         assert "§3.5.1" in en
@@ -206,7 +207,7 @@ def test_report_json_and_table_show_the_diagnosis_in_the_report_language() -> No
     assert "⚑ 诊断：未来位置" in console.export_text()
 
 
-@pytest.mark.parametrize("step", sorted(diagnose.STEPS))
+@pytest.mark.parametrize("step", sorted(diagnose.diagnosed_steps()))
 def test_odd_outputs_never_raise_and_get_no_diagnosis(step: str) -> None:
     plans, refs = prepared("")
     odd = {

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
-from grader.checks import JOURNEY, Case, Gen, Outcome, cases, check, expect, hints, pictures
+from grader.checks import JOURNEY, Case, Gen, Outcome, cases, check, diagnosis, expect, hints, pictures
 from grader.checks.common import call
 from grader.i18n import N_, _
 
@@ -97,3 +99,14 @@ def _check(r: Outcome) -> None:
         name=name, cells=", ".join(map(str, cells))) for name, cells in rebound.items())
     expect.true(not loops, _("{where}: this step asks for matrix products (@) instead of Python loops").format(
         where=where) + again)
+
+
+# ---------------------------------------------------------------- diagnosis (grader.grading.diagnose)
+
+
+@diagnosis(STEP)
+def _diagnose(r: Outcome, kit: Any) -> list[str]:
+    def wrong_dim(r: Outcome, case: str) -> torch.Tensor:
+        return torch.softmax(r.inputs(case)["attn_scores"].to(torch.float64), dim=0)
+
+    return ["softmax_wrong_dim"] if kit.matches(r, ["weights"], wrong_dim) else []

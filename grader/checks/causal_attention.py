@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
-from grader.checks import JOURNEY, Case, Gen, Outcome, cases, check, expect, hints
+from grader.checks import JOURNEY, Case, Gen, Outcome, cases, check, diagnosis, expect, hints, mistakes
 from grader.checks.common import (
     DROPOUT_COPIES,
     QKV_BIAS_CHECK,
@@ -243,3 +245,105 @@ def _check(r: Outcome) -> None:
                       "qkv_bias=False): pass bias=qkv_bias to W_query, W_key and W_value"),
                    N_("qkv_bias=True adds {got} parameters, expected {want}: a bias of d_out for each of W_query, "
                       "W_key and W_value, nothing else"), DIMS)
+
+
+# ---------------------------------------------------------------- diagnosis (grader.grading.diagnose)
+
+mistakes(STEP, {
+    "mask_not_cut": N_(
+        "the (context_length, context_length) mask is not cut to the input's length: inputs shorter "
+        'than context_length fail; use self.mask.bool()[:num_tokens, :num_tokens]'),
+    "dropout_on_scores": N_(
+        'dropout is applied to the attention scores, before the softmax: apply self.dropout to attn_weights, '
+        'after the softmax and before multiplying by the values'),
+    "dropout_on_values": N_(
+        'dropout is applied to the values, so a dropped value is lost to every query at once: apply '
+        'self.dropout to attn_weights, after the softmax and before multiplying by the values'),
+    "dropout_on_context": N_(
+        'dropout is applied to the context vectors (after attn_weights @ values): apply self.dropout to '
+        'attn_weights, after the softmax and before multiplying by the values'),
+    "dropout_after_out_proj": N_(
+        'dropout is applied after out_proj, to the module\'s output: apply self.dropout to attn_weights, after '
+        'the softmax and before multiplying by the values'),
+})
+
+
+def mask_not_cut(r: Outcome, short: str = "short", full: str = "fwd") -> list[str]:
+    """A mask not cut to num_tokens: fine at context_length, a size error on shorter inputs."""
+    res, ok = r.learner.get(short), r.learner.get(full)
+    if res is None or ok is None or ok.status != "ok" or res.status != "error":
+        return []
+    text = f"{res.exception} {res.message}".lower()
+    if res.exception == "RuntimeError" and any(w in text for w in ("size", "shape", "match", "broadcast")):
+        return ["mask_not_cut"]
+    return []
+
+
+@diagnosis(STEP)
+def _diagnose(r: Outcome, kit: Any) -> list[str]:
+    found = kit.by_models(r, ["fwd", "short", "leak", "eval_dropout"], kit.CORE_MODELS + kit.MASK_MODELS,
+                          lambda r, c, o: kit.attention(r, c, o, linear=True))
+    found += mask_not_cut(r)
+    # dropout=0.5 in eval mode: the learner's output differs although dropout=0.0 is right
+    if kit.close(kit.got(r, "fwd"), kit.want(r, "fwd")) and isinstance(kit.got(r, "eval_dropout"), torch.Tensor) \
+            and not kit.close(kit.got(r, "eval_dropout"), kit.want(r, "eval_dropout")):
+        found.append("dropout_in_eval")
+    # training mode, averaged over many draws: without 1/(1−p) the mean shrinks by (1−p)
+    ev, mean, spread = kit.got(r, "dropout", "eval"), kit.got(r, "dropout", "mean"), kit.want(r, "dropout", "std")
+    spec = r.case_specs.get("dropout")
+    p = float(spec.params.get("ctor", {}).get("dropout", 0.0)) if spec else 0.0
+    if isinstance(ev, torch.Tensor) and isinstance(mean, torch.Tensor) and isinstance(spread, torch.Tensor) \
+            and ev.shape == mean.shape == spread.shape and 0 < p < 1 and "dropout_in_eval" not in found:
+        def near(factor: float) -> bool:  # the draws of a mean scaled by `factor` spread `factor` times as much
+            return dropout_mean_close(mean, factor * ev, factor * spread, int(spec.params["copies"]))
+
+        if not near(1.0):
+            if near(1 - p):
+                found.append("dropout_no_rescale")
+            elif near((1 - p) ** 2):
+                found.append("dropout_rescale_wrong")
+    return found + dropout_placement(r, kit)
+
+
+def dropout_placement(r: Outcome, kit: Any, heads: int = 1, shift: float = 0.0) -> list[str]:
+    """Where dropout acts, from the exact placement cases (placed_on_the_weights: x = I, each head's values
+    [I | 2I], out_proj of weight I and bias `shift` in step 11), once the eval output is right. Per attention weight
+    w[i, j] the training output holds two copies a (× 1) and b (× 2): dropout on the weights drops or scales both
+    together; on the context vectors each copy alone; on the values each copy alone but for every query i at once
+    (one value row serves them all); after out_proj each output entry alone, bias included; on the scores the rows
+    still sum to 1 but are not dropped-or-scaled weights."""
+    ev, tr, want = kit.got(r, "place_eval"), kit.got(r, "place"), kit.want(r, "place_eval")
+    if not isinstance(tr, torch.Tensor) or not kit.close(ev, want) or tr.dim() != 3 or tr.shape[1:] != ev.shape[1:]:
+        return []
+    n, p = PLACE_TOKENS, PLACE_P
+    ev64, tr64 = ev.to(torch.float64), tr.to(torch.float64)
+
+    def zero_or_scaled(t: torch.Tensor, base: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        tol = 1e-5 + 1e-4 * base.abs()
+        return (t - base / (1 - p)).abs() <= tol, t.abs() <= tol
+
+    if shift:
+        kept, dropped = zero_or_scaled(tr64, ev64)
+        if bool((kept | dropped).all()) and bool((dropped & (ev64.abs() > 1e-3)).any()):
+            return ["dropout_after_out_proj"]
+    w = (ev64[0] - shift).reshape(n, heads, 2, n)[..., 0, :]  # (query i, head, key j): the eval weights
+    a, b = ((tr64 - shift).reshape(-1, n, heads, 2, n)[..., i, :] / (i + 1) for i in (0, 1))
+    (ka, da), (kb, db) = zero_or_scaled(a, w), zero_or_scaled(b, w)
+    live = (w.abs() > 1e-3).expand_as(a)
+    if bool((ka | da).all()) and bool((kb | db).all()):
+        da, db = da & live, db & live
+        if torch.equal(da, db):  # dropped together, or nothing dropped: not a misplaced dropout
+            return []
+
+        def per_key(d: torch.Tensor) -> bool:  # each (copy, head, key j): dropped for every live query or none
+            return not bool((d.any(dim=1) & (~d & live).any(dim=1)).any())
+
+        return ["dropout_on_values" if per_key(da) and per_key(db) else "dropout_on_context"]
+    # softmax rows (summing to 1, or NaN where a dropped −inf became −inf × 0), the same in both copies
+    sums = a.sum(dim=-1)
+    rows = torch.isfinite(sums)
+    if bool(rows.any()) and torch.allclose(a, b, atol=1e-5, rtol=1e-4, equal_nan=True) \
+            and torch.allclose(sums[rows], torch.ones_like(sums[rows]), atol=1e-4) \
+            and not torch.allclose(a, w.expand_as(a), atol=1e-5, rtol=1e-4):
+        return ["dropout_on_scores"]
+    return []

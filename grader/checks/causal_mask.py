@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
-from grader.checks import Case, Gen, Outcome, cases, check, expect, hints, pictures, proof
+from grader.checks import Case, Gen, Outcome, cases, check, diagnosis, expect, hints, pictures, proof
 from grader.checks.common import call
 from grader.i18n import N_, _
 
@@ -113,3 +115,30 @@ def _check(r: Outcome) -> None:
 @check(STEP, N_("a single token"))
 def _check(r: Outcome) -> None:
     expect.close(r.got("single"), r.want("single"), _("weights of one token"), SQ)
+
+
+# ---------------------------------------------------------------- diagnosis (grader.grading.diagnose)
+
+
+@diagnosis(STEP)
+def _diagnose(r: Outcome, kit: Any) -> list[str]:
+    def masked(r: Outcome, case: str, opts: dict[str, Any]) -> torch.Tensor | None:
+        spec = r.case_specs[case]
+        if spec.params.get("fn") != "masked_attention_weights":
+            return None
+        d_k = int(spec.params["consts"][0])
+        opts = {**kit.REF, **opts}
+        return kit.weights(spec.inputs["attn_scores"].to(torch.float64), opts,
+                           kit.divisor(opts["scale"], d_k, d_k, d_k))
+
+    cases = ["w2d", "batch", "single"]
+    models = [*kit.SCALE_MODELS[:2], ("softmax_wrong_dim", {"dim": -2}), *kit.MASK_MODELS]
+    found = kit.by_models(r, cases, models, masked)
+    if "mask_diagonal" not in found:
+        def diag_mask(r: Outcome, case: str) -> torch.Tensor:
+            n = int(r.case_specs[case].params["consts"][0])
+            return torch.triu(torch.ones(n, n), diagonal=0)
+
+        if kit.matches(r, ["mask", "mask1"], diag_mask):
+            found.append("mask_diagonal")
+    return found

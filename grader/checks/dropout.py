@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
-from grader.checks import Case, Gen, Outcome, cases, check, expect, hints, pictures, proof
+from grader.checks import Case, Gen, Outcome, cases, check, diagnosis, expect, hints, mistakes, pictures, proof
 from grader.checks.common import call
 from grader.i18n import N_, _
 
@@ -111,3 +113,47 @@ def _check(r: Outcome) -> None:
     expect.shape(b, a.shape, _("second call"))
     expect.true(not torch.equal(a, b),
                 _("two calls dropped exactly the same weights: do not reseed inside the function"))
+
+
+# ---------------------------------------------------------------- diagnosis (grader.grading.diagnose)
+
+mistakes(STEP, {
+    "dropout_no_rescale": N_(
+        'dropout does not rescale the kept weights: multiply them by 1/(1−p) so their expected value is '
+        'unchanged (inverted dropout)'),
+    "dropout_rescale_wrong": N_(
+        'dropout multiplies the kept weights by (1−p): divide by (1−p) instead, i.e. scale by 1/(1−p)'),
+    "dropout_keep_prob": N_(
+        'p is used as the probability to keep: it is the probability to drop (keep where '
+        'torch.rand(...) >= p)'),
+    "dropout_in_eval": N_(
+        'dropout is active in evaluation mode: with training=False (after model.eval()) the weights '
+        'must pass through unchanged'),
+})
+
+
+@diagnosis(STEP)
+def _diagnose(r: Outcome, kit: Any) -> list[str]:
+    found: list[str] = []
+    ratios: dict[float, float] = {}
+    fracs: dict[float, float] = {}
+    for case, p in (("half", 0.5), ("fifth", 0.2)):
+        got, w = kit.got(r, case), r.inputs(case)["attn_weights"]
+        if not isinstance(got, torch.Tensor) or got.shape != w.shape or not got.is_floating_point():
+            continue
+        kept = got != 0
+        fracs[p] = float((~kept).float().mean())
+        if kept.any() and fracs[p] > 0.02:  # something was dropped: how were the survivors scaled?
+            ratio = (got[kept] / w[kept]).to(torch.float64)
+            if torch.allclose(ratio, torch.full_like(ratio, ratio.mean().item()), atol=1e-4, rtol=1e-3):
+                ratios[p] = ratio.mean().item()
+    if ratios and all(abs(q - 1.0) < 1e-3 for q in ratios.values()):
+        found.append("dropout_no_rescale")
+    elif ratios and all(abs(q - (1 - p)) < 1e-3 for p, q in ratios.items()):
+        found.append("dropout_rescale_wrong")
+    if 0.2 in fracs and abs(fracs[0.2] - 0.8) < 0.03:
+        found.append("dropout_keep_prob")
+    got, w = kit.got(r, "eval"), r.inputs("eval")["attn_weights"]
+    if isinstance(got, torch.Tensor) and got.shape == w.shape and not kit.close(got, w) and bool((got == 0).any()):
+        found.append("dropout_in_eval")
+    return found

@@ -2,10 +2,32 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
-from grader.checks import JOURNEY, Case, Gen, Outcome, cases, check, describe_failure, expect, hints
-from grader.checks.causal_attention import PLACE_COPIES, PLACE_P, PLACE_TOKENS, placed_on_the_weights, qkv_bias_cases
+from grader.checks import (
+    JOURNEY,
+    Case,
+    Gen,
+    Outcome,
+    cases,
+    check,
+    describe_failure,
+    diagnosis,
+    expect,
+    hints,
+    mistakes,
+)
+from grader.checks.causal_attention import (
+    PLACE_COPIES,
+    PLACE_P,
+    PLACE_TOKENS,
+    dropout_placement,
+    mask_not_cut,
+    placed_on_the_weights,
+    qkv_bias_cases,
+)
 from grader.checks.common import (
     QKV_BIAS_CHECK,
     book,
@@ -180,3 +202,20 @@ def _check(r: Outcome) -> None:
 def _check(r: Outcome) -> None:
     expect.close(r.got("eval_dropout"), r.want("eval_dropout"), _("eval-mode output with dropout=0.5"), DIMS)
     placed_on_the_weights(r, DIMS, heads=PLACE_HEADS, shift=PLACE_SHIFT)
+
+
+# ---------------------------------------------------------------- diagnosis (grader.grading.diagnose)
+
+mistakes(STEP, {
+    "heads_merge_without_transpose": N_(
+        'the heads are merged without transposing back: call .transpose(1, 2) before '
+        '.contiguous().view(b, num_tokens, d_out), or tokens and heads get mixed up'),
+})
+
+
+@diagnosis(STEP)
+def _diagnose(r: Outcome, kit: Any) -> list[str]:
+    models = [*kit.CORE_MODELS, *kit.MASK_MODELS, ("heads_merge_without_transpose", {"merge": "no_transpose"})]
+    found = kit.by_models(r, ["fwd", "short", "one", "leak"], models,
+                          lambda r, c, o: kit.attention(r, c, o, linear=True, multi=True))
+    return found + mask_not_cut(r) + dropout_placement(r, kit, PLACE_HEADS, PLACE_SHIFT)

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
 import torch
 
-from grader.checks import Case, Gen, Outcome, book_inputs, cases, check, expect, hints
+from grader.checks import Case, Gen, Outcome, book_inputs, cases, check, diagnosis, expect, hints, mistakes
 from grader.checks.causal_attention import plan, qkv_bias_cases
 from grader.checks.common import QKV_BIAS_CHECK, book, grads_match, linear_shapes, module, qkv_bias_added
 from grader.i18n import N_, _
+from grader.worker import probes
 
 STEP = "multihead_wrapper"
 
@@ -92,3 +96,64 @@ def _check(r: Outcome) -> None:
         "qkv_bias=False): pass qkv_bias on to every head, CausalAttention(d_in, d_out, context_length, dropout, "
         "qkv_bias)"), N_("qkv_bias=True adds {got} parameters, expected {want}: in every head a bias of d_out for "
                          "each of W_query, W_key and W_value, nothing else"), DIMS)
+
+
+# ---------------------------------------------------------------- diagnosis (grader.grading.diagnose)
+
+mistakes(STEP, {
+    "heads_cat_wrong_dim": N_(
+        'the heads are concatenated along the wrong dimension: join their outputs along the features '
+        'with torch.cat([...], dim=-1)'),
+    "heads_stacked": N_(
+        'the heads are stacked (torch.stack adds a new dimension): concatenate them with '
+        'torch.cat([...], dim=-1)'),
+    "heads_share_weights": N_(
+        'all heads share one set of weights ([CausalAttention(...)] * num_heads repeats one object): '
+        'build a new CausalAttention for every head, e.g. [CausalAttention(...) for _ in '
+        'range(num_heads)]'),
+})
+
+
+def _shared_heads(r: Outcome, kit: Any) -> bool:
+    """One head object repeated: fewer distinct parameters than heads × 3, seen in the structure facts, or
+    (as the grader cannot then load each head's weights) in the probe's own report of the parameters that
+    exist: only heads.0's, although num_heads > 1."""
+    for case in ("fwd", "short"):
+        s, want = kit.got(r, case, "structure"), kit.want(r, case, "structure")
+        if isinstance(s, dict) and isinstance(want, dict) and isinstance(s.get("n_unique_params"), int) \
+                and s["n_unique_params"] < want.get("n_unique_params", 0):
+            return True
+        res = r.learner.get(case)
+        heads = int(r.case_specs[case].params.get("ctor", {}).get("num_heads", 1)) if case in r.case_specs else 1
+        # the probe's structured report (its template and parameters), never the English text made of them
+        if res is not None and res.status == "wrong_type" and heads > 1 and res.msgid in (probes.NO_PARAMETER,
+                                                                                        probes.NO_ROLE):
+            asked = str(res.params.get("name", res.params.get("roles", "")))
+            has = str(res.params.get("have", ""))
+            if re.match(r"heads\.[1-9]", asked) and set(re.findall(r"(?:^|, )heads\.(\d+)\.", has)) == {"0"}:
+                return True
+    return False
+
+
+@diagnosis(STEP)
+def _diagnose(r: Outcome, kit: Any) -> list[str]:
+    found = ["heads_share_weights"] if _shared_heads(r, kit) else []
+
+    def chunks(r: Outcome, case: str) -> list[torch.Tensor] | None:
+        ref = kit.want(r, case)
+        if not isinstance(ref, torch.Tensor):
+            return None
+        return list(ref.split(int(r.case_specs[case].params["ctor"]["d_out"]), dim=-1))
+
+    def cat_wrong(r: Outcome, case: str) -> list[torch.Tensor] | None:
+        parts = chunks(r, case)
+        return None if parts is None or len(parts) < 2 else [torch.cat(parts, dim=d) for d in (0, 1)]
+
+    def stacked(r: Outcome, case: str) -> list[torch.Tensor] | None:
+        parts = chunks(r, case)
+        return None if parts is None else [torch.stack(parts, dim=d) for d in range(parts[0].dim() + 1)]
+
+    for diag_id, model in (("heads_cat_wrong_dim", cat_wrong), ("heads_stacked", stacked)):
+        if kit.matches(r, ["fwd", "short", "one"], model):
+            found.append(diag_id)
+    return found

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from grader.checks import JOURNEY, Case, Gen, Outcome, cases, check, expect, hints
+from typing import Any
+
+from grader.checks import JOURNEY, Case, Gen, Outcome, cases, check, diagnosis, expect, hints
 from grader.checks.common import book, grads_match, module
 from grader.i18n import N_, _
 
@@ -88,3 +90,12 @@ def _check(r: Outcome) -> None:
 @check(STEP, N_("gradients reach W_query, W_key and W_value"))
 def _check(r: Outcome) -> None:
     grads_match(r, "fwd", "SelfAttention_v1")
+
+
+# ---------------------------------------------------------------- diagnosis (grader.grading.diagnose)
+
+
+@diagnosis(STEP)
+def _diagnose(r: Outcome, kit: Any) -> list[str]:
+    return kit.by_models(r, ["fwd", "single", "wide"], kit.CORE_MODELS,
+                         lambda r, c, o: kit.attention(r, c, {**o, "mask": None}, linear=False))

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
-from grader.checks import JOURNEY, Case, Gen, Outcome, cases, check, expect, hints, pictures
+from grader.checks import JOURNEY, Case, Gen, Outcome, cases, check, diagnosis, expect, hints, pictures
 from grader.checks.common import call
 from grader.i18n import N_, _
 
@@ -86,3 +88,15 @@ def _check(r: Outcome) -> None:
     got = expect.tensor(r.got("large"), _("attention_weights(large scores)"))
     expect.finite(got, _("attention_weights on scores around 1000 (subtract the max before exp)"))
     expect.close(got, r.want("large"), _("attention_weights(large scores)"), ("queries", "keys"))
+
+
+# ---------------------------------------------------------------- diagnosis (grader.grading.diagnose)
+
+
+@diagnosis(STEP)
+def _diagnose(r: Outcome, kit: Any) -> list[str]:
+    def wrong_dim(r: Outcome, case: str) -> list[torch.Tensor] | None:
+        s = r.inputs(case)["scores"].to(torch.float64)
+        return [torch.softmax(s, dim=d) for d in range(s.dim() - 1)] or None
+
+    return ["softmax_wrong_dim"] if kit.matches(r, ["w2d", "w3d"], wrong_dim) else []
