@@ -116,6 +116,35 @@ def test_deeply_nested_json_on_the_channel_costs_one_step(tmp_path: Path) -> Non
     assert_nothing_left_running()
 
 
+def test_an_open_json_string_on_the_channel_costs_one_step_not_the_grader(tmp_path: Path) -> None:
+    """Red team 15: a header of `"` and 150,000 escaped quotes, a JSON string never closed. The trusted side's
+    bracket count (channel.json_depth) blanked strings with a pattern that needed the closing quote, so it failed
+    at every escaped quote, each time scanning to the end: quadratic, about 5 minutes of the grading process for
+    these 300 kB (64 MiB are allowed), with no time-out there; the grade never ended. Now the step is an error at
+    once, and scores what its honest twin that returns nothing scores; the other step keeps full marks."""
+    bomb = textwrap.dedent("""
+        import struct as _struct, sys as _sys
+        _HEAD = b'"' + b'\\\\"' * 150_000
+        def attention_scores(inputs, query):
+            _sys.modules["grader.sandbox.channel"].encode = lambda *a, **k: _struct.pack("<Q", len(_HEAD)) + _HEAD
+            return inputs @ query
+        """)
+    twin = "\ndef attention_scores(inputs, query):\n    raise ValueError('no answer')\n"
+    got: dict[str, dict[str, dict]] = {}
+    for name, code in (("bomb", bomb), ("twin", twin)):
+        p = tmp_path / f"{name}.py"
+        p.write_text(GOOD + code)
+        t0 = time.monotonic()
+        proc, doc = cli_grade(p, "dot_scores", "causal_mask")
+        assert proc.returncode == 0 and doc is not None, proc.stderr[-2000:]
+        got[name] = steps_of(doc)
+        assert time.monotonic() - t0 < 150, f"{name}: {time.monotonic() - t0:.0f} s"
+    assert got["bomb"]["dot_scores"]["status"] == "error"
+    assert got["bomb"]["dot_scores"]["score"] <= got["twin"]["dot_scores"]["score"] == 0
+    assert got["bomb"]["causal_mask"]["status"] == got["twin"]["causal_mask"]["status"] == "passed"
+    assert_nothing_left_running()
+
+
 def test_malformed_hello_is_the_submissions_error(tmp_path: Path) -> None:
     p = tmp_path / "hello.py"
     # the layers the worker really has (grader.sandbox.confine.LAYERS, filled before any learner code ran), so that only

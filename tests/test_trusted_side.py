@@ -11,6 +11,7 @@ import copy
 import json
 import resource
 import struct
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -191,6 +192,18 @@ def test_json_depth_ignores_brackets_in_strings_and_counts_mixed_brackets() -> N
     assert channel.json_depth(b'{"a": "[[[[{{{{", "b": [{"c": "]]]\\"[["}]}') == 3
     assert channel.json_depth('[{"a": [{}]}]') == 4
     assert channel.json_depth(b"[[]") > channel.MAX_JSON_DEPTH  # unbalanced
+
+
+def test_json_depth_of_an_open_string_takes_linear_time() -> None:
+    """An unterminated string of escaped quotes (red team 15): a pattern that needs the closing quote retried from
+    every quote, quadratic (this 1 MB: about an hour); json.loads refuses the text afterwards."""
+    for text in (b'"' + b'\\"' * 500_000, b'"' + b'\\"' * 500_000 + b"\\", b'{"a": "' + b"[" * 1_000_000):
+        t0 = time.perf_counter()
+        channel.json_depth(text)
+        assert time.perf_counter() - t0 < 10
+        with pytest.raises(channel.ChannelError):
+            channel._loads(text, "test")
+    assert channel.json_depth(b'["a\\"]", "\\\\", [[]]]') == 3  # an escaped quote, an escaped backslash
 
 
 @pytest.mark.parametrize("make", [
