@@ -156,6 +156,14 @@ DAEMON_FDS = _bound("DAEMON_FDS", 4, "file descriptors", CHANNEL, "grader.daemon
 ZYGOTE_REQUEST_CHARS = _bound("ZYGOTE_REQUEST_CHARS", 256, "characters", CHANNEL, "grader.pool.zygote",
                               "one request line to the zygote; a longer one is not from a client of ours")
 
+# --- judging -------------------------------------------------------------------------------------------------------
+JUDGING = "Judging"
+VOUCH_STARTS = _bound("VOUCH_STARTS", 64, "places", JUDGING, "grader.checks.vouching",
+                      "where, in one arrangement of an input, a piece equal to an answer may start: the vouching rule "
+                      "asks whether an answer could be had without computing anything (a copy or a slice of an input)")
+VOUCH_BUDGET = _bound("VOUCH_BUDGET", 4096, "pieces", JUDGING, "grader.checks.vouching",
+                      "pieces compared per answer and input in that search; past it the answer counts as work")
+
 # --- submissions ---------------------------------------------------------------------------------------------------
 SUBMISSION = "Submissions and uploads"
 SOURCE_BYTES = _bound("SOURCE_BYTES", 2 * MiB, "bytes", SUBMISSION, "grader.grading.ingest",

@@ -31,6 +31,7 @@ from typing import Any
 
 import torch
 
+from grader import limits
 from grader.checks.model import Case, CaseResult, Failed, Waiting, describe_failure
 from grader.i18n import N_, _
 
@@ -217,8 +218,8 @@ class Outcome:
         return self.case_specs[case].inputs
 
 
-NO_WORK_STARTS = 64  # places in one arrangement of an input where a piece equal to an answer may start
-NO_WORK_BUDGET = 4096  # pieces compared, per answer and input: past it the answer counts as work (as before)
+NO_WORK_STARTS = limits.VOUCH_STARTS  # places in one arrangement of an input where a piece equal to an answer may start
+NO_WORK_BUDGET = limits.VOUCH_BUDGET  # pieces compared, per answer and input: past it the answer counts as work
 
 
 def _close(a: torch.Tensor, b: torch.Tensor) -> bool:
