@@ -92,12 +92,14 @@ def get_step(key: str) -> Step:
     raise KeyError(key)
 
 
-def hints(step_id: str) -> tuple[str, ...]:
+def hints(step_id: str, checks: Path | None = None) -> tuple[str, ...]:
     """A step's hints (English msgids: a nudge, the key idea, the recipe), as its module grader/checks/<id>.py
     declares them (`hints(STEP, N_("…"), …)`), read from the source without importing it: the checks import
-    torch, and `attn-kata hint` stays quick. () when the module declares none (tests/test_steps.py names it)."""
+    torch, and `attn-kata hint` stays quick. () when the module declares none (tests/test_steps.py names it).
+    `checks`: another folder of step modules than the package's (a test's copy)."""
+    folder = checks if checks is not None else Path(__file__).parent / "checks"
     try:
-        tree = ast.parse((Path(__file__).parent / "checks" / f"{step_id}.py").read_text(encoding="utf-8"))
+        tree = ast.parse((folder / f"{step_id}.py").read_text(encoding="utf-8"))
     except (OSError, SyntaxError, ValueError):
         return ()
     for node in tree.body:
