@@ -110,3 +110,14 @@ def test_no_private_name_crosses_a_module(tmp_path: Path) -> None:
     (planted / "x.py").write_text("from grader.grading import engine\nfrom grader.pool.zygote import _subreaper\n"
                                   "engine._case_result\n")
     assert len(private_uses(planted)) == 2
+
+
+def test_pictures_never_drive_grading() -> None:
+    """Heatmaps are drawn from a report's cases (engine.grade(..., pictures=True) attaches them): no module of
+    grader.render reaches the engine or any grading module but the data it draws (grader.grading.pictures), and
+    no step's pictures are declared anywhere but in its module."""
+    graph = grimp.build_graph("grader")
+    render = [m for m in graph.modules if m.startswith("grader.render")]
+    reached = {m for r in render for m in graph.find_modules_directly_imported_by(r) if m.startswith("grader.grading")}
+    assert reached == {"grader.grading.pictures"}, reached
+    assert "WEIGHT_CASES" not in (ROOT / "grader" / "render" / "heatmap.py").read_text(encoding="utf-8")
