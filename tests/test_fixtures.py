@@ -22,8 +22,8 @@ import torch
 from grader import checks
 from grader.checks import CaseResult, Failed, Outcome
 from grader.grading.engine import grade, prepared
-from grader.grading.report import Report
 from grader.registry import STEPS
+from grader.report import Report
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
