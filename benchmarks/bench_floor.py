@@ -7,8 +7,9 @@ may run where another's did. The least such a process can do is run every hidden
 code that is right the first time. This script measures exactly that, with nothing of the grader around it:
 
 - `fork + exit`: a child of a warm process (torch imported, the zygote's malloc settings) that exits at once;
-- `cases`: a child that runs every case of every step on the reference (solutions/), as the worker's probes do,
-  and exits: no sandbox, no channel, no answers to check, no judging, no reports.
+- `cases`: a child that runs every case of every step on the reference (solutions/), as the worker's probes do
+  (a step that builds on earlier ones on the public stand-ins, as in a worker), and exits: no sandbox, no
+  channel, no answers to check, no judging, no reports.
 
 Its CPU (the child's own, with the kernel's work for it: page faults, fork, exit) is a floor for a worker;
 a real batch adds the sandbox, the messages, the trusted side's reading of the notebook and its checks. With
@@ -63,6 +64,7 @@ def main() -> None:
     import torch
 
     from grader.grading import engine, reference
+    from grader.registry import BY_ID
     from grader.settings import resolve_secret
     from grader.worker import probes
     from grader.worker import serve as worker
@@ -77,8 +79,11 @@ def main() -> None:
 
         for step_id, step_cases in plans.items():
             t = time.process_time()
-            for name, case in step_cases.items():
-                worker.run_case(ref, engine._as_doc(name, case), case.inputs, set())
+            # a step that builds on earlier ones on the public stand-ins, as the worker runs a learner's code and
+            # the trusted side the reference (engine.prepared)
+            with reference.standins_for(ref, BY_ID[step_id]) as view:
+                for name, case in step_cases.items():
+                    worker.run_case(view, engine._as_doc(name, case), case.inputs, set())
             probes.clear_kept()
             per_step[step_id].append(time.process_time() - t)
         Path(out).write_text(json.dumps({s: v[-1] for s, v in per_step.items()}))  # for the parent's table

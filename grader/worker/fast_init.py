@@ -9,11 +9,19 @@ under the same context (the same probe runs on both sides), so a module built li
 reference's values, and one that draws a different sequence (another shape, an extra bias, another order) gets
 others, exactly as with the real generator. The table comes from a fixed seed (nothing of the secret, nothing of
 the reference); the zygote builds it once (grader.pool.preload), so a worker inherits it.
+
+A GPT-2-size weight (768 × 768, nn.Linear's bound 1/√768 · √3 · √(1/3)) is not even copied: the zygote also makes
+the table already scaled to that bound (`SCALED`), and such a weight becomes a view of its window (`Tensor.set_`):
+the same values bit for bit (the same float32 multiplication, done once), no fresh memory to fault in and fill,
+twice per side and per submission. Its storage is the table's: code that writes into such a weight in place
+writes into the process's copy of the table (a worker's own, copy-on-write: never the zygote's), as it would into
+any tensor it shares; the builds the grader asks for (the stand-ins', the reference's) never do.
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -24,6 +32,10 @@ POOL_SIZE = 1 << 20
 _pool: torch.Tensor | None = None
 _signed: torch.Tensor | None = None  # the same values moved to [-1, 1): 2 * u - 1
 _ORIGINAL = torch.Tensor.uniform_
+# nn.Linear(768, 768)'s bound (torch.nn.init.kaiming_uniform_ with a = √5, as nn.Linear.reset_parameters calls it)
+GPT2_BOUND = math.sqrt(3.0) * (torch.nn.init.calculate_gain("leaky_relu", math.sqrt(5)) / math.sqrt(768))
+SCALED: dict[float, torch.Tensor] = {}  # bound -> the signed table times that bound (made with the table)
+VIEW_MIN = 1 << 16  # a smaller weight is copied: a view saves nothing worth a table
 
 
 def pool() -> torch.Tensor:
@@ -32,6 +44,7 @@ def pool() -> torch.Tensor:
     if _pool is None:
         _pool = torch.rand(POOL_SIZE, generator=torch.Generator().manual_seed(0))
         _signed = _pool * 2 - 1
+        SCALED[GPT2_BOUND] = torch.mul(_signed, GPT2_BOUND)  # as uniform_ below multiplies a window of it
     return _pool
 
 
@@ -50,6 +63,10 @@ def fast_uniform() -> Iterator[None]:
             return _ORIGINAL(self, *args, **kwargs)
         start = int(torch.randint(POOL_SIZE - n + 1, ()))  # from the seeded default generator
         with torch.no_grad():
+            scaled = SCALED.get(b) if a == -b and n >= VIEW_MIN else None
+            if scaled is not None and self.dtype == scaled.dtype and self.is_contiguous():
+                # the window of the table made at this bound, as a view: its fresh memory is never touched
+                return self.set_(scaled.untyped_storage(), start, self.shape, self.stride())
             if a == -b and self.dtype == signed.dtype and self.is_contiguous():
                 # symmetric bounds (nn.Linear's): one pass over the weights instead of three
                 torch.mul(signed.narrow(0, start, n).view(self.shape), b, out=self)

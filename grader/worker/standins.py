@@ -16,9 +16,28 @@ no stand-in's output is the answer of any step, and copying one earns nothing.
 
 from __future__ import annotations
 
+import functools
+
 import torch
 import torch.nn as nn
 
+
+@functools.lru_cache(maxsize=16)
+def _mask_table(context_length: int) -> torch.Tensor:
+    """(context_length, context_length) bool, True above the diagonal: made once per size in a process (GPT-2's
+    1024 × 1024 when this module is imported, so in the zygote, before any fork)."""
+    return torch.ones(context_length, context_length, dtype=torch.bool).triu(1)
+
+
+def _causal_mask(context_length: int) -> torch.Tensor:
+    """A stand-in's mask buffer: a view of the one table of its size (a tensor of its own, as a buffer made afresh
+    would be, so a module of several stand-ins still lists each one's; no fresh memory per build). Code that writes
+    into it in place writes into its process's table, as into any tensor it shares; a stand-in never does."""
+    table = _mask_table(context_length)
+    return table.view(table.shape)
+
+
+_mask_table(1024)  # GPT-2's (step 14): every worker inherits it
 
 def _causal_mean(num_tokens: int, mask: torch.Tensor) -> torch.Tensor:
     """(num_tokens, num_tokens): uniform weights over the positions the mask keeps (True = masked)."""
@@ -68,7 +87,7 @@ class CausalAttention(nn.Module):
         self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
         self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
         self.dropout = nn.Dropout(dropout)
-        self.register_buffer("mask", torch.ones(context_length, context_length, dtype=torch.bool).triu(1))
+        self.register_buffer("mask", _causal_mask(context_length))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         b, num_tokens, _ = x.shape
@@ -107,7 +126,7 @@ class MultiHeadAttention(nn.Module):
         self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
         self.out_proj = nn.Linear(d_out, d_out)
         self.dropout = nn.Dropout(dropout)
-        self.register_buffer("mask", torch.ones(context_length, context_length, dtype=torch.bool).triu(1))
+        self.register_buffer("mask", _causal_mask(context_length))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         b, num_tokens, _ = x.shape
