@@ -30,7 +30,7 @@ import pytest
 
 os.environ["ATTN_KATA_NO_DAEMON"] = "1"  # inherited by every `attn-kata` a test runs with the default environment
 
-SANDBOX_MODULES = {"test_hostile", "test_doctor", "test_standins", "test_seccomp", "test_worker_uid"}
+SANDBOX_MODULES = {"test_attacks", "test_hostile", "test_doctor", "test_standins", "test_seccomp", "test_worker_uid"}
 # the needs (doctor rows of the same name) that only a root grader can meet; missing by design for any other.
 # None today: where a grader that is not root can mount no tmpfs, Landlock lets its workers write no file at all
 ROOT_ONLY: frozenset[str] = frozenset()
@@ -42,6 +42,7 @@ WAIVER = "ATTN_KATA_ALLOW_WEAK_SANDBOX"
 # `pytest -m "not slow"` leaves them out, a developer's quick loop; CI runs everything
 SLOW_MODULES = {"test_platforms", "test_doctor", "test_secrets", "test_daemon", "test_batch", "test_nbgrader",
                 "test_class_folder", "test_forked", "test_i18n", "test_packaging", "test_gradebook", "test_hostile",
+                "test_attacks",
                 "test_cli", "test_init", "test_first_contact"}
 
 
@@ -91,7 +92,7 @@ def _waived(on: bool) -> Iterator[None]:
 
 @pytest.fixture(scope="module", autouse=True)
 def _waiver_for_the_module(request: pytest.FixtureRequest) -> Iterator[None]:
-    """Module-scoped fixtures (test_hostile's reports) grade before any function fixture runs."""
+    """Module-scoped fixtures (test_attacks's reports) grade before any function fixture runs."""
     marked = any(m.name == "sandbox" for m in getattr(request.node, "own_markers", []))
     name = request.node.name.rsplit("/", 1)[-1].removesuffix(".py")
     yield from _waived(bool(LACKS_BY_DESIGN) and (marked or name in SANDBOX_MODULES))

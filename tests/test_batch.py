@@ -18,6 +18,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from inproc import kata as run_in_process
 from machine import scaled
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -31,10 +32,11 @@ BROKEN = {"broken.py": b"def f(:\n    pass\n", "empty.py": b"", "garbage.ipynb":
           "notnb.ipynb": b'{"nbformat": 4, "this is": "not a notebook"}'}
 
 
-def _run(args: list[str], **kw) -> subprocess.CompletedProcess:
+def _run(args: list[str]) -> subprocess.CompletedProcess:
+    """In this process (tests/inproc.py: output and exit code, real grading); a batch killed half-way and the
+    languages' runs below are processes."""
     env = {**os.environ, "ATTN_KATA_SECRET": "s3cret", "OMP_NUM_THREADS": "1"}
-    return subprocess.run([sys.executable, "-m", "grader", "--lang", "en", *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=300, **kw)
+    return run_in_process("--lang", "en", *args, cwd=ROOT, env=env)
 
 
 @pytest.fixture(scope="module")

@@ -16,6 +16,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from inproc import kata as run_in_process
 from machine import scaled
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -29,10 +30,10 @@ from grader.registry import STEPS  # noqa: E402
 ESC = "\x1b[2J\x1b[32mall submissions graded"
 
 
-def _run(args: list[str], **kw) -> subprocess.CompletedProcess:
+def _run(args: list[str]) -> subprocess.CompletedProcess:
+    """In this process (tests/inproc.py: output and exit code, real grading); Ctrl-C's test runs a process."""
     env = {**os.environ, "ATTN_KATA_SECRET": "s3cret", "OMP_NUM_THREADS": "1", "COLUMNS": "200"}
-    return subprocess.run([sys.executable, "-m", "grader", "--lang", "en", *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=600, **kw)
+    return run_in_process("--lang", "en", *args, cwd=ROOT, env=env)
 
 
 def _zip(path: Path, members: dict[str, bytes]) -> Path:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from inproc import kata as run_in_process
 
 from grader.registry import STEPS
 
@@ -21,8 +22,8 @@ REPORTER = "education/autograding-grading-reporter@v1"
 
 
 def attn(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "grader", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=300)
+    """In this process (tests/inproc.py: output and exit code); the workflow's own commands run as processes."""
+    return run_in_process(*args, cwd=cwd)
 
 
 @pytest.fixture(scope="module")

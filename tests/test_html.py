@@ -8,21 +8,21 @@ import os
 import shutil
 import struct
 import subprocess
-import sys
 import tempfile
 import zlib
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from inproc import kata as run_in_process
 
 ROOT = Path(__file__).resolve().parent.parent
 BUGGY = ROOT / "tests" / "fixtures" / "buggy" / "mask_fill_zero.py"  # fills the future with 0, not -inf
 
 
 def kata(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "grader", *args], capture_output=True, text=True, cwd=ROOT,
-                          timeout=300)
+    """In this process (tests/inproc.py: output and exit code, real grading)."""
+    return run_in_process(*args, cwd=ROOT)
 
 
 class Cells(HTMLParser):
@@ -95,9 +95,8 @@ def test_correct_code_has_no_leaks_and_check_writes_chinese(tmp_path: Path) -> N
     for step in ("softmax", "causal_mask", "all_tokens", "dropout"):
         shutil.copy(ROOT / "solutions" / f"{step}.py", ws / f"{step}.py")
     out = tmp_path / "zh.html"
-    done = subprocess.run([sys.executable, "-m", "grader", "--lang", "zh", "check", "softmax", "causal_mask",
-                           "all_tokens", "dropout", "--path", str(ws), "--html", str(out)], capture_output=True,
-                          text=True, cwd=ROOT, timeout=300)
+    done = kata("--lang", "zh", "check", "softmax", "causal_mask", "all_tokens", "dropout", "--path", str(ws),
+                "--html", str(out))
     assert done.returncode == 0, done.stdout + done.stderr
     text = out.read_text(encoding="utf-8")
     assert '<html lang="zh">' in text and "注意力权重" in text and "参考答案" in text

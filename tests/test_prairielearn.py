@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from inproc import kata as run_in_process
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -22,9 +23,9 @@ TEST_FIELDS = {"name", "points", "max_points", "message", "output"}
 
 
 def attn(*args: str) -> subprocess.CompletedProcess[str]:
+    """In this process (tests/inproc.py: output and exit code, real grading)."""
     env = {k: v for k, v in os.environ.items() if k != "ATTN_KATA_SECRET"}
-    return subprocess.run([sys.executable, "-m", "grader", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=300, env={**env, "ATTN_KATA_NO_DAEMON": "1"})
+    return run_in_process(*args, cwd=ROOT, env={**env, "ATTN_KATA_NO_DAEMON": "1"})
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,13 @@
 (engine.grade, or the CLI in a subprocess). Each asserts what the attacked step deserves, that honest steps and
 honest classmates keep full marks, that the secret never appears in any output, and that nothing this test started
 is left behind. Attacks that currently succeed are marked xfail(strict=True): the gap is recorded, and the test
-turns red the day the gap is closed, so that its marker is removed."""
+turns red the day the gap is closed, so that its marker is removed.
+
+An attack judged by its per-step scores alone against an honest twin is data (tests/attacks/, graded by
+tests/test_attacks.py). Those here stay code because each needs more: the channel's messages read by the grader,
+a batch of classmates, System V IPC keys and the keyring made and looked for outside the sandbox, symlinks and a
+terminal of the grader's, forged facts whose check message is asserted, the book's answer computed from the
+reference at run time, limits on a worker's process tree and what a killed grader leaves."""
 
 from __future__ import annotations
 
@@ -692,28 +698,13 @@ class CausalAttention(nn.Module):  # the book's layers and buffer; forward below
         self.W_query, self.W_key, self.W_value = (nn.Linear(d_in, d_out, bias=qkv_bias) for _ in range(3))
         self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1))
 '''
-MHA_SHELL = '''
-import torch, torch.nn as nn
-class MultiHeadAttention(nn.Module):  # the book's constructor, assert included; forward below
-    def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
-        super().__init__()
-        assert d_out % num_heads == 0
-        self.d_out, self.num_heads, self.head_dim = d_out, num_heads, d_out // num_heads
-        self.W_query, self.W_key, self.W_value = (nn.Linear(d_in, d_out, bias=qkv_bias) for _ in range(3))
-        self.out_proj = nn.Linear(d_out, d_out)
-        self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1))
-'''
 ZERO_FORWARD = '''
     def forward(self, x):
         return torch.zeros(*x.shape[:2], self.d_out)
 '''
-UNWRITTEN_FORWARD = '''
-    def forward(self, x):
-        raise NotImplementedError
-'''
-MASK = "import torch\ndef causal_mask(n):\n    return torch.triu(torch.ones(n, n), 1).bool()\n"
-NORMALIZE = "import torch\ndef normalize_by_sum(scores):\n    return scores / scores.sum()\n"
-# (step, attack, its honest twin): the twin does the same work and no more, and the attack must not outscore it
+# (step, attack, its honest twin): the twin does the same work and no more, and the attack must not outscore it.
+# The others are data (tests/attacks/, tests/test_attacks.py); this one stays code: its source carries the book's
+# printed answer, computed here from the reference (_book_answer), which no file in the test tree may hold
 VOUCHING: dict[str, tuple[str, str, str]] = {
     # the book's printed answer for the book's example, zeros elsewhere: the example is public, so right outputs
     # there prove nothing (Case.public); zeros do "see no future", and the buffer is there
@@ -723,36 +714,6 @@ VOUCHING: dict[str, tuple[str, str, str]] = {
             return torch.tensor(BOOK).expand(x.shape[0], 6, 2).clone()
         return torch.zeros(*x.shape[:2], self.d_out)
 ''' + "BOOK = {book}\n", CA_SHELL + ZERO_FORWARD),
-    # causal_mask(1) is [[False]] whatever the secret: a one-size table is right there, and zero weights do put
-    # exactly zero weight on the future
-    "one_public_size_of_the_mask": ("causal_mask", "import torch\ndef causal_mask(num_tokens):\n"
-                                    "    return torch.zeros(1, 1, dtype=torch.bool)\n"
-                                    "def masked_attention_weights(attn_scores, d_k):\n"
-                                    "    return torch.zeros_like(attn_scores)\n",
-                                    "def causal_mask(n):\n    raise NotImplementedError\n"
-                                    "def masked_attention_weights(attn_scores, d_k):\n    raise NotImplementedError\n"),
-    # a right causal_mask does not vouch for masked_attention_weights: zero weights hide the future too
-    "one_function_vouching_for_another": ("causal_mask", MASK + "def masked_attention_weights(attn_scores, d_k):\n"
-                                          "    return torch.zeros_like(attn_scores)\n",
-                                          MASK + "def masked_attention_weights(attn_scores, d_k):\n"
-                                          "    raise NotImplementedError\n"),
-    # nor a right normalize_by_sum for attention_weights: uniform weights do sum to 1
-    "uniform_weights_sum_to_one": ("softmax", NORMALIZE + "def attention_weights(scores):\n"
-                                   "    return torch.full_like(scores, 1.0 / scores.shape[-1])\n",
-                                   NORMALIZE + "def attention_weights(scores):\n    raise NotImplementedError\n"),
-    # a case whose answer is one of its inputs (training=False), or all ones (one token's weight), proves no work:
-    # the identity scored "training=False", "p = 0" and "no in-place edit"; dropout's random outputs are vouched
-    # for by a proof of work instead (grader.checks.proof)
-    "the_identity_as_dropout": ("dropout", "def dropout_attention(attn_weights, p, training=True):\n"
-                                "    return attn_weights\n",
-                                "def dropout_attention(attn_weights, p, training=True):\n"
-                                "    raise NotImplementedError\n"),
-    "uniform_causal_weights": ("causal_mask", MASK + "def masked_attention_weights(attn_scores, d_k):\n"
-                               "    w = torch.ones_like(attn_scores).tril()\n    return w / w.sum(-1, keepdim=True)\n",
-                               MASK + "def masked_attention_weights(attn_scores, d_k):\n"
-                               "    raise NotImplementedError\n"),
-    # a constructor case has no outputs, so it cannot show outputs right: it vouched for every property of its step
-    "a_constructor_alone": ("multihead_attention", MHA_SHELL + ZERO_FORWARD, MHA_SHELL + UNWRITTEN_FORWARD),
 }
 
 
@@ -769,7 +730,9 @@ def test_a_property_counts_only_on_hidden_work_of_its_own_function(tmp_path: Pat
 def test_the_honest_twins_of_the_vouching_attacks_get_full_marks(tmp_path: Path) -> None:
     p = tmp_path / "honest.py"
     p.write_text(honest_source("honest"))
-    steps = sorted({step for step, _a, _t in VOUCHING.values()})
+    from test_attacks import NAMES, expected  # the vouching attacks that are data (tests/attacks/)
+
+    steps = sorted({step for step, _a, _t in VOUCHING.values()} | {s for n in NAMES for s in expected(n)["steps"]})
     report = engine.grade(p, steps=steps, secret=SECRET)
     assert all(s.score == s.max_score for s in report.steps), [(s.id, s.score) for s in report.steps]
     # a dropout whose random draws differ from the reference's never shows equal outputs: its proof of work vouches

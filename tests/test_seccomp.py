@@ -8,8 +8,10 @@ no PID namespace hides it); and the grader's temp dir, where every classmate's w
 Each attack's step scores exactly what its honest twin scores (an attack that gets through returns zeros, so it
 would not), and it leaves no trace that the test, outside the sandbox, can see: the files' metadata, /proc/locks
 while the worker holds what it took, /proc/sysvipc, the message queue's name. A planted regression (`skip_layers`:
-seccomp off) shows each check can fail. Runs in every set-up (.ci/setups.sh): root (its worker is nobody, or uid 0
-where it must stay root) and a grader that is not root (its worker keeps its uid, and has no IPC namespace)."""
+seccomp off) shows each check can fail; that regression and the traces looked for outside the sandbox are why
+these attacks stay code, not data (tests/attacks/). Runs in every set-up (.ci/setups.sh): root (its worker is
+nobody, or uid 0 where it must stay root) and a grader that is not root (its worker keeps its uid, and has no IPC
+namespace)."""
 
 from __future__ import annotations
 

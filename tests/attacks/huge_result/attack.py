@@ -1,0 +1,7 @@
+# @CAUSAL_MASK_SOLUTION@: tests/test_attacks.py puts solutions/causal_mask.py here (a correct step 7)
+
+
+
+import torch
+def attention_scores(inputs, query):
+    return torch.zeros(40_000_000)

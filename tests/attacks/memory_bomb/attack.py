@@ -1,0 +1,8 @@
+# @CAUSAL_MASK_SOLUTION@: tests/test_attacks.py puts solutions/causal_mask.py here (a correct step 7)
+
+
+
+def attention_scores(inputs, query):
+    blocks = []
+    while True:
+        blocks.append(bytearray(256 * 1024 * 1024))

@@ -1,0 +1,10 @@
+# @CAUSAL_MASK_SOLUTION@: tests/test_attacks.py puts solutions/causal_mask.py here (a correct step 7)
+
+
+
+import torch
+def attention_scores(inputs, query):
+    out = inputs @ query
+    out[0] = float("nan")
+    out[-1] = float("inf")
+    return out

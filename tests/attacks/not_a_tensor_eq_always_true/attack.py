@@ -1,0 +1,9 @@
+# @CAUSAL_MASK_SOLUTION@: tests/test_attacks.py puts solutions/causal_mask.py here (a correct step 7)
+
+
+
+class Anything:
+    def __eq__(self, other):
+        return True
+def attention_scores(inputs, query):
+    return Anything()

@@ -1,0 +1,8 @@
+# @CAUSAL_MASK_SOLUTION@: tests/test_attacks.py puts solutions/causal_mask.py here (a correct step 7)
+
+
+
+import time, torch
+time.sleep(4)
+def attention_scores(inputs, query):
+    return inputs @ query

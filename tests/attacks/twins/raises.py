@@ -1,0 +1,5 @@
+# @CAUSAL_MASK_SOLUTION@: tests/test_attacks.py puts solutions/causal_mask.py here (a correct step 7)
+
+
+def attention_scores(inputs, query):
+    raise RuntimeError('no')

@@ -1,0 +1,6 @@
+import torch
+def causal_mask(n):
+    return torch.triu(torch.ones(n, n), 1).bool()
+def masked_attention_weights(attn_scores, d_k):
+    w = torch.ones_like(attn_scores).tril()
+    return w / w.sum(-1, keepdim=True)

@@ -1,0 +1,8 @@
+# @CAUSAL_MASK_SOLUTION@: tests/test_attacks.py puts solutions/causal_mask.py here (a correct step 7)
+
+
+
+import torch
+def attention_scores(inputs, query):
+    open("@ROOT@/solutions/pwned.txt", "w").write("x")
+    return inputs @ query
