@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from inproc import kata as run_in_process
 
 from grader.grading import engine, flags, ingest
 
@@ -98,9 +98,8 @@ def test_a_batch_lists_the_flagged_submissions(tmp_path: Path) -> None:
     (src / "honest.py").write_text(MODULE_CA)
     (src / "forged.py").write_text(MODULE_CA + FORGE)
     out = tmp_path / "out"
-    proc = subprocess.run([sys.executable, "-m", "grader", "--lang", "en", "batch", str(src), "--out", str(out),
-                           "--step", "causal_attention"], capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "ATTN_KATA_NO_DAEMON": "1"})
+    proc = run_in_process("--lang", "en", "batch", str(src), "--out", str(out), "--step", "causal_attention",
+                          env={**os.environ, "ATTN_KATA_NO_DAEMON": "1"})  # tests/inproc.py
     assert proc.returncode == 0, proc.stderr
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     assert [f["submission"] for f in summary["flagged"]] == ["forged.py"]

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from inproc import kata as run_in_process
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "golden"
@@ -32,8 +33,7 @@ REGOLDEN = os.environ.get("ATTN_KATA_REGOLDEN") == "1"
 def _run(args: list[str]) -> subprocess.CompletedProcess:
     env = {**os.environ, "ATTN_KATA_SECRET": SECRET, "OMP_NUM_THREADS": "1", "ATTN_KATA_LANG": ""}
     steps = [a for s in STEPS for a in ("--step", s)]
-    return subprocess.run([sys.executable, "-m", "grader", "--lang", "en", *args, *steps], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=600)
+    return run_in_process("--lang", "en", *args, *steps, cwd=ROOT, env=env)  # tests/inproc.py
 
 
 @pytest.fixture(scope="module")

@@ -43,8 +43,9 @@ def test_every_status_but_graded_has_its_reason_and_a_fresh_run_says_so(tmp_path
     and a first run printed "resuming: 2 of 12" (the uploads that cannot be graded counted as done). A real batch."""
     import os
     import subprocess
-    import sys
     from pathlib import Path
+
+    from inproc import kata as run_in_process
 
     root = Path(__file__).resolve().parent.parent
     klass, out = tmp_path / "class", tmp_path / "out"
@@ -57,9 +58,8 @@ def test_every_status_but_graded_has_its_reason_and_a_fresh_run_says_so(tmp_path
     env = {**os.environ, "ATTN_KATA_NO_DAEMON": "1", "ATTN_KATA_LANG": "en", "COLUMNS": "200"}
 
     def batch(*extra: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "grader", "batch", str(klass), "--out", str(out), "--timeout",
-                               "1", "--step", "dot_scores", "--step", "softmax", *extra], capture_output=True,
-                              text=True, cwd=root, env=env, timeout=300)
+        return run_in_process("batch", str(klass), "--out", str(out), "--timeout", "1", "--step", "dot_scores",
+                              "--step", "softmax", *extra, cwd=root, env=env)  # tests/inproc.py
 
     fresh = batch()
     assert fresh.returncode == 1, fresh.stderr  # empty.py could not be graded

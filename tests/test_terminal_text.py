@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 from inproc import kata as run_in_process
@@ -90,8 +89,7 @@ def test_chinese_wraps_by_display_width_at_80_and_100_columns_never_cut() -> Non
         wanted += [d["message"] for d in step["diagnoses"]]
     assert any(len(w) > 40 and " " not in w[:20] for w in wanted)  # long unbroken Chinese is among them
     for columns in (80, 100):
-        out = subprocess.run([sys.executable, "-m", "grader", "--lang", "zh", "grade", submission], capture_output=True,
-                             text=True, cwd=ROOT, env={**env, "COLUMNS": str(columns)}, timeout=300).stdout
+        out = run_in_process("--lang", "zh", "grade", submission, cwd=ROOT, env={**env, "COLUMNS": str(columns)}).stdout
         table = [line for line in out.splitlines() if line[:1] in "┏┃┡│└"]
         assert table and all(cell_len(line) == cell_len(table[0]) <= columns for line in table), columns
         assert "…" not in out
