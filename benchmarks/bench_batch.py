@@ -8,12 +8,16 @@ test cells assert on outputs. attn-kata grades classes of each size (the first N
 size), each with a fresh `attn-kata batch` command: its wall time includes the start-up (importing torch, the
 zygote, the grading processes). nbgrader's per-submission time is flat (one kernel per notebook), so it is
 measured on the first K notebooks only (--nbgrader-n; its generate_assignment is not timed, its autograde is).
-Prints each wall time, the ratio per submission, the batch's CPU time per submission (getrusage: self +
-children) and its fixed cost (the same command on a class of one).
+Prints each wall time, the ratio per submission, and CPU per submission with every process counted
+(benchmarks/counted.py: the zygote, the grading processes, the workers, nbgrader's kernels): attn-kata's with its
+start-up shared by the class (the command as run), nbgrader's per notebook without its one-off start-up (from a
+run of one notebook and a run of K: (CPU(K) - CPU(1)) / (K - 1)), its start-up apart. The CPU ratio is the
+figure that does not depend on how many cores the machine has.
 
 This machine's speed drifts by 10-30% from one hour to the next, and a ratio of two runs made minutes apart moves
 with it: `--rounds R` repeats the whole measurement R times, each round attn-kata's classes then nbgrader's
-sample, and prints each round's ratios and their medians.
+sample, and prints each round's ratios and their medians, with the load average after each round. The figures
+go to benchmarks/RESULTS.md and the README's table (`--no-record`: not).
 """
 
 from __future__ import annotations
@@ -21,19 +25,19 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
+import counted  # noqa: E402
+import results  # noqa: E402
 import submissions  # noqa: E402
 
 BIN = Path(sys.executable).parent
@@ -96,24 +100,16 @@ def nbgrader_notebook(bug: str | None) -> dict:
             "nbformat": 4, "nbformat_minor": 5}
 
 
-def _cpu() -> float:
-    s, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime
-
-
 def run_attn_kata(subs: Path, out: Path, n: int, jobs: int | None) -> tuple[float, float]:
-    """One `attn-kata batch` of the n notebooks in `subs`: (wall seconds, CPU seconds), start-up included."""
+    """One `attn-kata batch` of the n notebooks in `subs`: (wall seconds, CPU seconds of every process it
+    started), start-up included."""
     cmd = [str(BIN / "python"), "-m", "grader", "batch", str(subs), "--out", str(out), "-q"]
     if jobs:
         cmd += ["--jobs", str(jobs)]
-    cpu0, t0 = _cpu(), time.monotonic()
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
-    wall, cpu = time.monotonic() - t0, _cpu() - cpu0
-    if proc.returncode != 0:
-        raise SystemExit(f"attn-kata batch failed:\n{proc.stdout}\n{proc.stderr}")
+    cost = counted.run(cmd, cwd=str(ROOT))
     summary = json.loads((out / "summary.json").read_text())
     assert summary["records"] == n, summary
-    return wall, cpu
+    return cost.wall, cost.cpu
 
 
 def run_nbgrader(work: Path, n: int) -> tuple[float, float]:
@@ -140,9 +136,8 @@ def run_nbgrader(work: Path, n: int) -> tuple[float, float]:
         d.mkdir(parents=True)
         (d / "attention.ipynb").write_text(json.dumps(nbgrader_notebook(submissions.variant(i)), indent=1))
         (d / "timestamp.txt").write_text("2026-01-01 00:00:00.000000 UTC")
-    cpu0, t0 = _cpu(), time.monotonic()
-    nbg("autograde", "ps1")
-    wall, cpu = time.monotonic() - t0, _cpu() - cpu0
+    cost = counted.run([str(BIN / "nbgrader"), "autograde", "ps1"], cwd=str(course), env=env)
+    wall, cpu = cost.wall, cost.cpu
     graded = list((course / "autograded").glob("*/ps1/attention.ipynb"))
     assert len(graded) == n, f"nbgrader autograded {len(graded)} of {n}"
     return wall, cpu
@@ -153,10 +148,18 @@ def startup(work: Path) -> float:
     empty = work / "one-student"
     (empty / "nobody").mkdir(parents=True, exist_ok=True)
     shutil.copy(ROOT / "solutions" / "dot_scores.py", empty / "nobody" / "dot_scores.py")
-    t = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "grader", "batch", str(empty), "--out", str(work / "one-out"), "-q"],
-                   check=True, capture_output=True, cwd=ROOT)
-    return time.perf_counter() - t
+    return counted.run([sys.executable, "-m", "grader", "batch", str(empty), "--out", str(work / "one-out"), "-q"],
+                       cwd=str(ROOT)).wall
+
+
+def nbgrader_costs(here: Path, k: int) -> tuple[float, float, float]:
+    """nbgrader autograde: (wall seconds a notebook and CPU seconds a notebook, both without its one-off start-up,
+    and the start-up's CPU seconds), from a run of one notebook and a run of k (each in a course of its own)."""
+    one_wall, one_cpu = run_nbgrader(here / "nbgrader-1", 1)
+    k_wall, k_cpu = run_nbgrader(here / f"nbgrader-{k}", k)
+    per_cpu = max(k_cpu - one_cpu, 0.0) / (k - 1)
+    per_wall = max(k_wall - one_wall, 0.0) / (k - 1)
+    return per_wall, per_cpu, one_cpu - per_cpu
 
 
 def main() -> None:
@@ -167,25 +170,36 @@ def main() -> None:
     ap.add_argument("--keep", type=Path, default=None, help="work here and keep the files")
     ap.add_argument("--skip-nbgrader", action="store_true")
     ap.add_argument("--nbgrader-n", type=int, default=8,
-                    help="autograde the first K notebooks with nbgrader (default 8: its per-submission time is "
-                         "flat, ~3-5 s here, so a class of 300 need not take 20 minutes)")
+                    help="autograde K notebooks with nbgrader (default 8; and one, for its start-up): its "
+                         "per-notebook cost is flat, ~3 s here, so a class of 300 need not take 20 minutes")
     ap.add_argument("--rounds", type=int, default=1, help="repeat the whole measurement R times (default 1)")
+    ap.add_argument("--no-record", action="store_true", help="leave benchmarks/RESULTS.md and the README alone")
     args = ap.parse_args()
     sizes = [args.n] if args.n else sorted(int(x) for x in args.sizes.split(","))
     work = args.keep or Path(tempfile.mkdtemp(prefix="attn-bench-"))
     if args.keep:
         shutil.rmtree(work, ignore_errors=True)
         work.mkdir(parents=True)
+    lines: list[str] = []
+
+    def say(line: str) -> None:
+        print(line, flush=True)
+        lines.append(line)
+
     try:
         everyone = submissions.make_class(work / "all", max(sizes), "ipynb")
-        print(f"cores: {os.cpu_count()}; notebooks of the 14 steps, every 4th with a bug")
-        ratios: dict[int, list[float]] = {n: [] for n in sizes}
+        say(f"cores: {os.cpu_count()}; notebooks of the 14 steps, every 4th with a bug; CPU: every process counted")
+        wall_ratios: dict[int, list[float]] = {n: [] for n in sizes}
+        cpu_ratios: dict[int, list[float]] = {n: [] for n in sizes}
+        kata_cpu: dict[int, list[float]] = {n: [] for n in sizes}
+        nbg_cpu: list[float] = []
+        loads: list[float] = []
         for r in range(args.rounds):
             here = work / f"round-{r}"
             here.mkdir()
             if args.rounds > 1:
-                print(f"-- round {r + 1} of {args.rounds}")
-            print(f"attn-kata batch, fixed cost (a class of one): {startup(here):.2f} s")
+                say(f"-- round {r + 1} of {args.rounds}")
+            say(f"attn-kata batch, fixed cost (a class of one): {startup(here):.2f} s wall")
             per_sub = {}
             for n in sizes:
                 subs = here / f"class-{n}"
@@ -194,22 +208,35 @@ def main() -> None:
                     shutil.copy(p, subs / p.name)
                 wall, cpu = run_attn_kata(subs, here / f"out-{n}", n, args.jobs)
                 per_sub[n] = (wall / n, cpu / n)
-                print(f"attn-kata batch, N = {n:3d}: {wall:7.2f} s wall (start-up included), {wall / n:6.3f} "
-                      f"s/submission, CPU {cpu / n:6.3f} s/submission")
+                kata_cpu[n].append(cpu / n)
+                say(f"attn-kata batch, N = {n:3d}: {wall:7.2f} s wall (start-up included), {wall / n:6.3f} "
+                    f"s/submission, CPU {cpu / n:6.3f} s/submission (start-up included)")
+            if not args.skip_nbgrader:
+                k = max(2, min(max(sizes), args.nbgrader_n))
+                n_wall, n_cpu, n_start = nbgrader_costs(here, k)
+                nbg_cpu.append(n_cpu)
+                say(f"nbgrader autograde, 1 and {k} notebooks: {n_wall:6.3f} s wall and CPU {n_cpu:6.3f} s a notebook "
+                    f"without its start-up; the start-up apart: CPU {n_start:.2f} s once")
+                for n in sizes:
+                    wall_ratios[n].append(n_wall / per_sub[n][0])
+                    cpu_ratios[n].append(n_cpu / per_sub[n][1])
+                    say(f"ratio per submission at N = {n:3d} (nbgrader / attn-kata): CPU {cpu_ratios[n][-1]:5.1f}x, "
+                        f"wall {wall_ratios[n][-1]:5.1f}x")
+            loads.append(os.getloadavg()[0])
+            say(f"load average (1 min) after round {r + 1}: {loads[-1]:.1f}")
+        figures = {}
+        for n in sizes:
+            cpu = statistics.median(kata_cpu[n])
             if args.skip_nbgrader:
+                say(f"N = {n:3d}: attn-kata CPU {cpu:.3f} s/submission (median of {args.rounds})")
                 continue
-            k = min(max(sizes), args.nbgrader_n)
-            n_wall, n_cpu = run_nbgrader(here, k)
-            print(f"nbgrader autograde, a sample of {k}: {n_wall:7.2f} s wall, {n_wall / k:6.3f} s/submission, "
-                  f"CPU {n_cpu / k:6.3f} s/submission")
-            for n in sizes:
-                ratios[n].append((n_wall / k) / per_sub[n][0])
-                print(f"ratio per submission at N = {n:3d} (nbgrader / attn-kata): wall "
-                      f"{ratios[n][-1]:5.1f}x, CPU {(n_cpu / k) / per_sub[n][1]:5.1f}x")
-        if args.rounds > 1 and not args.skip_nbgrader:
-            for n in sizes:
-                print(f"median of {args.rounds} rounds at N = {n:3d}: wall {statistics.median(ratios[n]):5.1f}x "
-                      f"(rounds: {', '.join(f'{x:.1f}' for x in ratios[n])})")
+            med = statistics.median(cpu_ratios[n])
+            say(f"median of {args.rounds} round(s) at N = {n:3d}: CPU {med:5.1f}x (rounds: "
+                f"{', '.join(f'{x:.1f}' for x in cpu_ratios[n])}), wall {statistics.median(wall_ratios[n]):5.1f}x; "
+                f"attn-kata {cpu:.3f} s CPU a submission, nbgrader {statistics.median(nbg_cpu):.2f} s")
+            figures[f"batch CPU per submission vs nbgrader, N = {n}"] = f"{med:.0f}x ({cpu:.3f} s vs " \
+                f"{statistics.median(nbg_cpu):.2f} s)"
+        results.record("bench_batch", lines, figures)
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)

@@ -25,7 +25,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
 GOAL = 0.4
+
+import results  # noqa: E402
 
 
 def timed(cmd: list[str], env: dict[str, str], ok: tuple[int, ...] = (0,)) -> float:
@@ -41,6 +44,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("-n", type=int, default=5)
     ap.add_argument("--backend", choices=("linux", "portable"), default="linux")
+    ap.add_argument("--no-record", action="store_true", help="leave benchmarks/RESULTS.md and the README alone")
     args = ap.parse_args()
     script = Path(sys.executable).parent / "attn-kata"
     kata = [str(script)] if script.exists() else [sys.executable, "-m", "grader"]
@@ -68,13 +72,17 @@ def main() -> None:
                     runs[key].append(t)
         finally:
             subprocess.run([*kata, "daemon", "stop"], env=env, capture_output=True, timeout=60)
-    print(f"backend: {args.backend}")
-    print(f"first check (starts the daemon): {first:.2f} s")
+    lines = [f"backend: {args.backend}", f"first check (starts the daemon): {first:.2f} s"]
     med = {key: statistics.median(ts) for key, ts in runs.items()}
     for key, m in med.items():
-        print(f"{key:42s} median {m:.3f} s of {args.n}  ({', '.join(f'{t:.2f}' for t in runs[key])})")
+        lines.append(f"{key:42s} median {m:.3f} s of {args.n}  ({', '.join(f'{t:.2f}' for t in runs[key])})")
     ratio = med["repeated check dot_scores (warm daemon)"] / med["import torch"]
-    print(f"repeated check / import torch = {ratio:.2f} (goal <= {GOAL}): {'met' if ratio <= GOAL else 'NOT met'}")
+    lines.append(f"repeated check / import torch = {ratio:.2f} (goal <= {GOAL}): "
+                 f"{'met' if ratio <= GOAL else 'NOT met'}")
+    for line in lines:
+        print(line)
+    results.record(f"bench_check ({args.backend})", lines,
+                   {f"repeated `check` through the daemon vs `import torch` (wall, {args.backend})": f"{ratio:.2f}x"})
 
 
 if __name__ == "__main__":

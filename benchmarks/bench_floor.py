@@ -33,6 +33,8 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(HERE))
 
+import results  # noqa: E402
+
 # the zygote's malloc settings (grader.pool.zygote._zygote_env): glibc reads them only at a process's start
 TUNABLES = "glibc.malloc.hugetlb=1"
 
@@ -54,6 +56,7 @@ def main() -> None:
     ap.add_argument("-n", type=int, default=15, help="children of each kind (default 15)")
     ap.add_argument("--nbgrader-s", type=float, default=None, help="nbgrader's seconds a notebook, if known")
     ap.add_argument("--nbgrader-n", type=int, default=0, help="else measure nbgrader autograde on K notebooks")
+    ap.add_argument("--no-record", action="store_true", help="leave benchmarks/RESULTS.md and the README alone")
     args = ap.parse_args()
     if os.environ.get("GLIBC_TUNABLES") != TUNABLES:  # as the zygote runs: start again with its settings
         os.execve(sys.executable, [sys.executable, *sys.argv], {**os.environ, "GLIBC_TUNABLES": TUNABLES,
@@ -97,11 +100,13 @@ def main() -> None:
         full.append(_child_cpu(cases))
         steps.append(json.loads(Path(out).read_text()))
     floor = statistics.median(full)
-    print(f"fork + exit: median {statistics.median(empty) * 1000:.1f} ms CPU of {args.n}")
-    print(f"every case of the 14 steps on the reference, in a fresh fork: median {floor * 1000:.1f} ms CPU "
-          f"(min {min(full) * 1000:.1f}, max {max(full) * 1000:.1f})")
-    for s in plans:
-        print(f"  {s:22s} {statistics.median(x[s] for x in steps) * 1000:6.1f} ms")
+    lines = [f"fork + exit: median {statistics.median(empty) * 1000:.1f} ms CPU of {args.n}",
+             f"every case of the 14 steps on the reference, in a fresh fork: median {floor * 1000:.1f} ms CPU "
+             f"(min {min(full) * 1000:.1f}, max {max(full) * 1000:.1f})"]
+    lines += [f"  {s:22s} {statistics.median(x[s] for x in steps) * 1000:6.1f} ms" for s in plans]
+    lines.append(f"load average (1 min) at the end: {os.getloadavg()[0]:.1f}")
+    for line in lines:
+        print(line)
     cores = os.cpu_count() or 1
     seconds = args.nbgrader_s
     if seconds is None and args.nbgrader_n:
@@ -110,11 +115,17 @@ def main() -> None:
         work = Path(tempfile.mkdtemp(prefix="attn-floor-nbg-"))
         wall, _cpu = bench_batch.run_nbgrader(work, args.nbgrader_n)
         seconds = wall / args.nbgrader_n
-        print(f"nbgrader autograde: {seconds:.2f} s a notebook ({args.nbgrader_n} notebooks)")
+        lines.append(f"nbgrader autograde: {seconds:.2f} s a notebook ({args.nbgrader_n} notebooks)")
+        print(lines[-1])
     if seconds:
         best = seconds / (floor / cores)
-        print(f"best batch ratio on {cores} cores if sandbox, messages, reading and judging cost nothing: "
-              f"{best:.0f}x (80x needs {seconds / 80 * cores * 1000:.0f} ms CPU a submission, all included)")
+        lines.append(f"best batch ratio on {cores} cores if sandbox, messages, reading and judging cost nothing: "
+                     f"{best:.0f}x (80x needs {seconds / 80 * cores * 1000:.0f} ms CPU a submission, all included)")
+        print(lines[-1])
+    step14 = statistics.median(x["gpt2_size"] for x in steps) * 1000
+    results.record("bench_floor", lines, {
+        "floor: every hidden case once in a fresh fork (CPU)": f"{floor * 1000:.0f} ms",
+        "step 14 (GPT-2 size) in that floor": f"{step14:.1f} ms"})
 
 
 if __name__ == "__main__":

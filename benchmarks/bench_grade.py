@@ -28,6 +28,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import counted  # noqa: E402
+import results  # noqa: E402
 
 
 def cold(path: str, rounds: int, before: str | None) -> None:
@@ -47,16 +48,27 @@ def cold(path: str, rounds: int, before: str | None) -> None:
         loads.append(os.getloadavg()[0])
     torch_cpu = statistics.median(c.cpu for c in costs["import torch"])
     torch_wall = statistics.median(c.wall for c in costs["import torch"])
-    print(f"{rounds} interleaved rounds; load average (1 min) after each: {', '.join(f'{x:.1f}' for x in loads)}")
+    lines = [f"{rounds} interleaved rounds; load average (1 min) after each: {', '.join(f'{x:.1f}' for x in loads)}"]
+    figures = {}
     for name, cs in costs.items():
         cpu, wall = statistics.median(c.cpu for c in cs), statistics.median(c.wall for c in cs)
         rss, pss = max(c.peak_rss for c in cs) / 2**20, max(c.peak_pss for c in cs) / 2**20
-        print(f"  {name:20} CPU {cpu:5.2f} s ({cpu / torch_cpu:.2f}x torch)  wall {wall:5.2f} s "
-              f"({wall / torch_wall:.2f}x)  peak summed RSS {rss:4.0f} MiB, PSS {pss:4.0f} MiB, "
-              f"{max(c.processes for c in cs)} processes")
+        lines.append(f"  {name:20} CPU {cpu:5.2f} s ({cpu / torch_cpu:.2f}x torch)  wall {wall:5.2f} s "
+                     f"({wall / torch_wall:.2f}x)  peak summed RSS {rss:4.0f} MiB, PSS {pss:4.0f} MiB, "
+                     f"{max(c.processes for c in cs)} processes")
         if name != "import torch":  # per round, against that round's torch import: the load drifts
             ratios = [c.cpu / t.cpu for c, t in zip(cs, costs["import torch"], strict=True)]
-            print(f"  {'':20} CPU ratio per round: {', '.join(f'{r:.2f}' for r in ratios)}")
+            lines.append(f"  {'':20} CPU ratio per round: {', '.join(f'{r:.2f}' for r in ratios)}")
+            names = sorted({k for c in cs for k in c.by_name})
+            lines.append(f"  {'':20} CPU by process (sampled, median): " + ", ".join(
+                f"{k} {statistics.median(c.by_name.get(k, 0.0) for c in cs):.2f} s" for k in names))
+        if name == "cold grade":
+            figures["cold `grade --no-daemon` vs `import torch` (CPU, wall)"] = \
+                f"{cpu / torch_cpu:.2f}x, {wall / torch_wall:.2f}x"
+            figures["cold grade, peak summed RSS (PSS)"] = f"{rss:.0f} MiB ({pss:.0f} MiB)"
+    for line in lines:
+        print(line)
+    results.record("bench_grade", lines, figures)
 
 
 def main() -> None:
@@ -66,6 +78,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--before", default=None, help="another checkout of the kata, graded cold in the same rounds")
     ap.add_argument("--cold-only", action="store_true")
+    ap.add_argument("--no-record", action="store_true", help="leave benchmarks/RESULTS.md and the README alone")
     args = ap.parse_args()
 
     cold(args.path, args.rounds, args.before)

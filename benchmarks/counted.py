@@ -17,10 +17,11 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 PR_SET_CHILD_SUBREAPER = 36
 PAGE = os.sysconf("SC_PAGE_SIZE")
+TICK = os.sysconf("SC_CLK_TCK")
 
 
 @dataclass
@@ -30,6 +31,9 @@ class Cost:
     peak_rss: int  # bytes: the largest sum of the tree's resident sets seen at one sample
     processes: int  # the most processes of the tree seen at one sample
     peak_pss: int = 0  # bytes: the same for proportional set sizes (a page shared by n processes counts 1/n each)
+    # CPU seconds by process name (attn-zygote, attn-grade, attn-worker, python: the command itself), sampled: the
+    # last reading of each process before it ended, so a few ms short of what it used in all
+    by_name: dict[str, float] = field(default_factory=dict)
 
 
 def _subreaper() -> None:
@@ -56,6 +60,16 @@ def _tree(root: int) -> list[int]:
         out.append(pid)
         todo += children.get(pid, [])
     return out
+
+
+def _cpu_by_pid(pids: list[int], seen: dict[int, tuple[str, float]]) -> None:
+    """Each process's name and CPU seconds so far (its own, not its reaped children's), into `seen`."""
+    for pid in pids:
+        with contextlib.suppress(OSError, IndexError, ValueError), open(f"/proc/{pid}/stat", "rb") as f:
+            data = f.read()
+            name = data[data.index(b"(") + 1:data.rindex(b")")].decode(errors="replace")
+            fields = data.rsplit(b")", 1)[1].split()
+            seen[pid] = (name, (int(fields[11]) + int(fields[12])) / TICK)
 
 
 def _rss(pids: list[int]) -> int:
@@ -86,12 +100,14 @@ def run(cmd: list[str], *, cwd: str | None = None, env: dict[str, str] | None = 
     me = os.getpid()
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     peak, pss, most, done = 0, 0, 0, threading.Event()
+    seen: dict[int, tuple[str, float]] = {}
 
     def sample() -> None:
         nonlocal peak, pss, most
         while not done.is_set():
             pids = [p for p in _tree(me) if p != me]
             peak, pss, most = max(peak, _rss(pids)), max(pss, _pss(pids)), max(most, len(pids))
+            _cpu_by_pid(pids, seen)
             time.sleep(interval)
 
     sampler = threading.Thread(target=sample, daemon=True)
@@ -112,10 +128,14 @@ def run(cmd: list[str], *, cwd: str | None = None, env: dict[str, str] | None = 
         raise RuntimeError(f"{cmd} exited {proc.returncode}: {err.decode(errors='replace')[-2000:]}")
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return Cost(wall, cpu, peak, most, pss)
+    by_name: dict[str, float] = {}
+    for name, used in seen.values():
+        by_name[name] = by_name.get(name, 0.0) + used
+    return Cost(wall, cpu, peak, most, pss, by_name)
 
 
 if __name__ == "__main__":
     c = run(sys.argv[1:])
     print(f"wall {c.wall:.2f} s, cpu {c.cpu:.2f} s, peak summed RSS {c.peak_rss / 2**20:.0f} MiB, PSS "
           f"{c.peak_pss / 2**20:.0f} MiB ({c.processes} processes at most)")
+    print("  CPU by process (sampled): " + ", ".join(f"{k} {v:.2f} s" for k, v in sorted(c.by_name.items())))
