@@ -138,7 +138,7 @@ def test_correct_submissions_match_no_mistake_model(path: Path) -> None:
     col = collect(str(path))
     assert set(col.learner) & set(checks.DIAGNOSES), "no diagnosed step was run"
     for sid, cases in col.learner.items():
-        assert diagnose.ids(Outcome(sid, plans[sid], cases, refs[sid], col.static)) == [], sid
+        assert diagnose.ids(Outcome(sid, plans[sid], cases, refs[sid])) == [], sid
 
 
 def test_the_diagnosis_runs_on_passed_outcomes_too() -> None:
@@ -147,7 +147,7 @@ def test_the_diagnosis_runs_on_passed_outcomes_too() -> None:
     plans, refs = prepared("")
     col = collect(str(BUGGY / "mask_fill_zero.py"), steps=["causal_mask"])
     assert diagnose.ids(Outcome("causal_mask", plans["causal_mask"], col.learner["causal_mask"],
-                                refs["causal_mask"], col.static)) == ["mask_fill_zero"]
+                                refs["causal_mask"])) == ["mask_fill_zero"]
 
 
 def test_shared_heads_are_named_from_the_probes_report_not_its_wording() -> None:

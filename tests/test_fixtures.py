@@ -29,7 +29,9 @@ ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 BUGGY = FIXTURES / "buggy"
 CORRECT = FIXTURES / "correct"
-EXPECTED: dict[str, dict[str, dict]] = json.loads((FIXTURES / "expected.json").read_text(encoding="utf-8"))
+# "_why": for a fixture whose expected verdict changed with the grader, the reason (no verdict of its own)
+EXPECTED: dict[str, dict[str, dict]] = {k: v for k, v in json.loads(
+    (FIXTURES / "expected.json").read_text(encoding="utf-8")).items() if not k.startswith("_")}
 BUGGY_NAMES = sorted(p.stem for p in BUGGY.glob("*.py"))
 ALL_STEPS = {s.id for s in STEPS}
 SECRET = ""  # the default secret; outcomes must not depend on it (tests/test_secrets.py)
@@ -69,6 +71,10 @@ CORRECT_STEPS: dict[str, set[str]] = {
     "order_mha.py": {"multihead_attention"},
     "einsum_own_init.py": {"causal_attention", "multihead_attention"},
     "sdpa_variants.py": {"causal_attention", "multihead_attention"},
+    # step 4 without loops in other forms (einsum, bmm, broadcasting, a softmax written out or as a module, vmap, a
+    # print inside): the loop point counts their work at two sizes (grader/worker/counting.py)
+    "all_einsum_bmm.py": {"all_tokens"},
+    "all_broadcast_vmap.py": {"all_tokens"},
 }
 
 

@@ -958,14 +958,14 @@ def test_no_datagram_socket_through_socketpair(tmp_path: Path) -> None:
     assert_nothing_left_running()
 
 
-# ---------------------------------------------------------------- static facts the trusted side could not read
+# ---------------------------------------------------------------- loops the text hid (read from the text until issue 27)
 
 def test_a_unit_too_deep_to_parse_is_never_loop_free(tmp_path: Path) -> None:
-    """The grader parses the source for "no Python loops" at its own stack depth and recursion limit; the worker
+    """The grader parsed the source for "no Python loops" at its own stack depth and recursion limit; the worker
     compiles each notebook cell at its own, and a cell may raise that limit first. A loop-using all_tokens whose
     cell holds a 6000-term sum was parsed by nobody here (RecursionError, silently skipped) and so counted as
-    loop-free: 5 of 5. A unit the grader cannot read now fails that check, with its reason: 4 of 5, as its twin
-    without the sum."""
+    loop-free: 5 of 5. The loop point is behaviour now (grader/worker/counting.py): the loop the worker runs is
+    counted, however deep the text: 4 of 5, as its twin without the sum."""
     loopy = textwrap.dedent("""
         import torch
         def all_attention_scores(inputs):
@@ -993,7 +993,7 @@ def test_a_unit_too_deep_to_parse_is_never_loop_free(tmp_path: Path) -> None:
     want, got = (steps_of(cli_grade(p, "all_tokens")[1])["all_tokens"] for p in (twin, deep))
     assert want["score"] == want["max_score"] - 1, want
     assert got["score"] == want["score"], got
-    assert any("nested too deeply" in c["message"] for c in got["checks"] if not c["passed"]), got
+    assert any("runs a Python loop" in c["message"] for c in got["checks"] if not c["passed"]), got
 
 
 @pytest.mark.sandbox  # about confinement: run in every set-up by .ci/setups.sh
@@ -1027,7 +1027,9 @@ def test_loops_bound_where_the_text_cannot_be_followed_are_not_loop_free(tmp_pat
              "    return torch.stack([inputs @ row for row in inputs])\n")
     attacks = {
         "setattr": loopy + "import all_tokens\nsetattr(all_tokens, 'all_' + 'attention_scores', _loopy)\n",
-        "sys_modules": loopy + "import sys\nsys.modules['all_tokens'].__dict__['all_attention_scores'] = _loopy\n",
+        # (imported first: without it softmax.py, loaded before all_tokens.py, raises, and nothing is rebound)
+        "sys_modules": loopy + "import sys, all_tokens\nsys.modules['all_tokens'].__dict__['all_attention_scores'] = "
+                               "_loopy\n",
         "code": loopy + "import all_tokens as a\nf = getattr(a, 'all_attention' + '_scores')\n"
                         "f.__code__ = _loopy.__code__\n",
         "exec": "exec('import all_tokens, torch\\nall_tokens.all_attention_scores = "
@@ -1039,7 +1041,7 @@ def test_loops_bound_where_the_text_cannot_be_followed_are_not_loop_free(tmp_pat
         "builtins_dict": loopy + "import builtins as b\nimport all_tokens\n"
                                  "b.__dict__['set' + 'attr'](all_tokens, 'all_attention_scores', _loopy)\n",
         # bindings the reading ran past: a for target (it was bound to nothing to count) and a `global` rebinding
-        # from a function called at import (test_static.HIDDEN has the rest)
+        # from a function called at import
         "for_target": {"all_tokens.py": clean + loopy + "for all_attention_scores in [_loopy]:\n    pass\n"},
         "global": {"all_tokens.py": clean + loopy + "def _install():\n    global all_attention_scores\n"
                                                     "    all_attention_scores = _loopy\n_install()\n"},

@@ -1,7 +1,9 @@
-"""Step 4: all scores, weights and context vectors at once, with matrix products (no loops)."""
+"""Step 4: all scores, weights and context vectors at once, with matrix products (no loops: their work must not
+grow with num_tokens, grader.worker.probes.loops)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -47,7 +49,37 @@ def _cases(g: Gen) -> dict[str, Case]:
                         inputs=g.randn(n, d)),
         "single_scores": call("all_attention_scores", g, inputs=g.randn(1, d)),
         "single_context": call("all_context_vectors", g, attn_weights=torch.ones(1, 1), inputs=g.randn(1, d)),
+        # drawn last, so that every case above keeps its inputs
+        "loops_scores": _loops("all_attention_scores", ["inputs"], lambda k: [g.randn(k, d)]),
+        "loops_weights": _loops("all_attention_weights", ["attn_scores"], lambda k: [g.randn(k, k, scale=2.0)]),
+        "loops_context": _loops("all_context_vectors", ["attn_weights", "inputs"],
+                                lambda k: [torch.softmax(g.randn(k, k), -1), g.randn(k, d)]),
     }
+
+
+# "no Python loops" as behaviour (grader.worker.probes.loops): each function runs at these numbers of tokens, the
+# book's 6 and twice as many, and its work must not grow. No tensor comes back: the counts are facts, believed once
+# the same function's outputs are right (grader.checks.vouching)
+LOOP_SIZES = (6, 12)
+LOOP_CASES = {"loops_scores": "all_attention_scores", "loops_weights": "all_attention_weights",
+              "loops_context": "all_context_vectors"}
+LOOP_FIXES = {
+    "all_attention_scores": N_("use one matrix product: inputs @ inputs.T"),
+    "all_attention_weights": N_("softmax every row at once: torch.softmax(attn_scores, dim=-1)"),
+    "all_context_vectors": N_("use one matrix product: attn_weights @ inputs"),
+}
+WORK_MEASURES = {"lines": N_("Python line events"), "calls": N_("torch calls"), "ops": N_("torch operations")}
+# why a count proves nothing (grader.worker.counting): code the probe could not watch did the work
+TAMPERED = {
+    "trace": N_("tracing was switched off or replaced while it ran"),
+    "modes": N_("torch's function or dispatch modes were removed while it ran"),
+    "thread": N_("it started a thread"),
+}
+
+
+def _loops(fn: str, args: list[str], draw: Callable[[int], list[torch.Tensor]]) -> Case:
+    inputs = {f"{k}.{a}": t for k in LOOP_SIZES for a, t in zip(args, draw(k), strict=True)}
+    return Case("loops", inputs, {"fn": fn, "args": args, "sizes": list(LOOP_SIZES)})
 
 
 @check(STEP, N_("all_attention_scores = inputs @ inputs.T"))
@@ -80,25 +112,28 @@ def _check(r: Outcome) -> None:
 
 @check(STEP, N_("no Python loops: matrix products only"))
 def _check(r: Outcome) -> None:
-    loops = {name: lines for name, lines in r.static.get("loops", {}).items()
-             if name in ("all_attention_scores", "all_attention_weights", "all_context_vectors") and lines}
-    unread = r.static.get("unread") or []
-    expect.true(not unread, _("{units}: nested too deeply for the grader to read, so it cannot tell whether these "
-                              "functions are free of loops; split the long expression up").format(
-        units=", ".join(map(str, unread))))
-    dynamic = r.static.get("dynamic") or []
-    expect.true(not dynamic, _("line {lines}: names are bound at run time there (setattr, exec, globals(), "
-                               "sys.modules, __code__ …), which the grader cannot follow to tell whether these "
-                               "functions are free of loops; define them with a plain def").format(
-        lines=", ".join(map(str, dynamic))))
-    where = "; ".join(_("{name} loops at line {lines}").format(name=name, lines=", ".join(map(str, lines)))
-                      for name, lines in loops.items())
-    rebound = {n: cells for n, cells in (r.static.get("rebound") or {}).items() if n in loops}
-    again = "".join(_(" ({name} is defined in {cells}: a cell may stop before its def, so the grader cannot be "
-                      "sure a later definition replaced the one with loops; delete or rename that one)").format(
-        name=name, cells=", ".join(map(str, cells))) for name, cells in rebound.items())
-    expect.true(not loops, _("{where}: this step asks for matrix products (@) instead of Python loops").format(
-        where=where) + again)
+    works = {fn: r.got(case, "work") for case, fn in LOOP_CASES.items()}  # each vouched by fn's right outputs
+    found = [_loop_finding(fn, work) for fn, work in works.items()]
+    expect.true(not any(found), "; ".join(f for f in found if f))
+
+
+def _loop_finding(fn: str, work: dict[str, Any]) -> str:
+    """What the counts of `fn`'s work at two sizes (grader.worker.probes.loops) say: "" when nothing grew."""
+    if work["tampered"]:
+        return _("{name}: the grader could not count its work ({why}), so it cannot tell whether it runs a Python "
+                 "loop").format(name=fn, why=", ".join(_(TAMPERED.get(t, TAMPERED["trace"])) for t in work["tampered"]))
+    small, large = work["sizes"]
+    for measure, what in WORK_MEASURES.items():
+        counts = work[measure]
+        # small, large, small, large: the first call may pay for a lazy import (it is small, so that never looks
+        # like growth); a loop over the tokens does more at the large size in both pairs (the second is said)
+        for a, b in ((counts[2], counts[3]), (counts[0], counts[1])):
+            if b > a:
+                return _("{name} runs a Python loop over the tokens (its work grew with num_tokens: {small_count} "
+                         "{what} at {small} tokens, {large_count} at {large}); {fix}").format(
+                    name=fn, small_count=a, what=_(what), small=small, large_count=b, large=large,
+                    fix=_(LOOP_FIXES[fn]))
+    return ""
 
 
 # ---------------------------------------------------------------- diagnosis (grader.grading.diagnose)

@@ -93,7 +93,6 @@ class Outcome:
     case_specs: dict[str, Case]
     learner: dict[str, CaseResult]
     reference: dict[str, CaseResult]
-    static: dict[str, Any] = field(default_factory=dict)  # facts read from the source, in this process
     lang: str = "en"  # the report's language: checks word their messages in it (grader.i18n)
     _behaves: dict[str, bool] = field(default_factory=dict, repr=False)
     reading: set[str] = field(default_factory=set, repr=False)  # the learner's cases read by the current check

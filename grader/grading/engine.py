@@ -16,7 +16,7 @@ import torch
 
 from grader import checks, i18n, limits
 from grader.checks import Case, CaseResult, Outcome, expect, structure
-from grader.grading import diagnose, flags, ingest, pictures, static
+from grader.grading import diagnose, flags, ingest, pictures
 from grader.grading.runner import run_jobs
 from grader.i18n import _
 from grader.pool.session import (
@@ -231,7 +231,6 @@ class Collected:
         self.lang = lang
         self.results: dict[str, StepResult] = {}  # steps settled without checks (not started, error)
         self.learner: dict[str, dict[str, CaseResult]] = {}
-        self.static: dict[str, Any] = {}
         self.notes: list[str] = []
         self.flags: list[dict[str, str]] = []  # signs of studying the grader, for the instructor (grading/flags.py)
         self.sandbox: dict[str, Any] = {}  # what confined its worker (sandbox_record); empty when none ran
@@ -281,8 +280,7 @@ class Started:
         if spawn:
             with contextlib.suppress(InfrastructureError):  # collect() tries again, and says why if it fails
                 self.worker = Worker(self.units, worker_config(config or {}, None))
-        # the text alone, here while the worker confines itself and imports the code
-        self.col.static = static.analyse(self.sub)
+        # the flags read the text alone, here while the worker confines itself and imports the code
         self.col.flags = flags.scan(self.sub, lang)
 
     def close(self) -> None:
@@ -488,7 +486,7 @@ def judge(collected: list[Collected], *, secret: str | None = None, with_picture
             if BY_ID[sid].uses:  # built on the stand-ins, or on code of its own (real earlier steps)
                 refs = _matching(cases, refs, functools.partial(prepared_own_build, resolve_secret(secret), sid))
             chosen[i, sid] = refs
-            outcome = Outcome(sid, plans[sid], cases, refs, col.static, lang=col.lang)
+            outcome = Outcome(sid, plans[sid], cases, refs, lang=col.lang)
             jobs.append((f"{i}::{sid}", checks.CHECKS[sid], outcome))
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # the checks touch small tensors: threads cost more than they bring
@@ -514,7 +512,7 @@ def judge(collected: list[Collected], *, secret: str | None = None, with_picture
                                       message)
             if status != "passed":  # name the classic mistake the outputs show, if any
                 results[sid].diagnoses = diagnose.diagnose(
-                    Outcome(sid, plans[sid], col.learner[sid], chosen[i, sid], col.static), col.lang)
+                    Outcome(sid, plans[sid], col.learner[sid], chosen[i, sid]), col.lang)
         if with_pictures:  # against the stand-ins' results, whatever the step was judged against
             for step in col.step_list:
                 results[step.id].pictures = pictures.of_step(step, col.learner.get(step.id), col.results.get(step.id),

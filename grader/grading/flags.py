@@ -5,7 +5,7 @@ design.md §5); but code that knows it is graded (it reads the probe's frames, p
 overrides what nn.Module reports of itself) can still behave one way under the grader and another elsewhere, and no
 output check tells. None of that is needed by the chapter's code, so it is worth a human's look: each sign found is
 listed, with where it is, in the JSON report (`flags`) and the batch's summary. A flag never changes a score, and
-the scan reads the text only (trusted side, like grader.grading.static); honest code of any shape raises none
+the scan reads the text only (trusted side, never running it); honest code of any shape raises none
 (tests/test_flags.py runs it on the solutions and every fixture).
 """
 

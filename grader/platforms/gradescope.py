@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from grader.cli_args import cannot_write, need_output, secret_value
-from grader.files import writing
+from grader.files import write_atomic, writing
 from grader.i18n import _
-from grader.platforms.container import FAILED, Graded, grade_upload, in_language, run_command, run_script, write_results
+from grader.platforms.container import FAILED, Graded, grade_upload, in_language, run_command, run_script
 from grader.settings import IMPORT_ROOT, KATA_ROOT, grader_version
 
 if TYPE_CHECKING:
@@ -144,7 +144,7 @@ def run_autograder(*, root: str | Path = "/autograder", lang: str | None = None)
 
     `lang`: the students' language (default: ATTN_KATA_LANG or the locale, see grader.i18n.default_lang)."""
     root = Path(root)
-    return in_language(lang, lambda lang: write_results(root,
+    return in_language(lang, lambda lang: _write(root / "results" / "results.json",
                                                  results(grade_upload(root / "submission", lang=lang), root)))
 
 
@@ -194,6 +194,11 @@ def not_gradable(reason: str) -> dict[str, Any]:
     file): the reason once, no test (Gradescope has no "not gradable": the score is 0, the output says why)."""
     return {"score": 0, "output": _("Not graded: {reason}").format(reason=reason), "tests": [],
             "stdout_visibility": "visible"}
+
+
+def _write(path: Path, doc: dict[str, Any]) -> Path:
+    write_atomic(path, json.dumps(doc, ensure_ascii=False, indent=2))
+    return path
 
 
 # ---------------------------------------------------------------- `attn-kata gradescope build|run`

@@ -58,7 +58,9 @@ def _probes() -> None:
                          "structure": True}, {"x": x, "w.weight": torch.randn(4, 4), "grad_out": torch.ones(3, 4)}),
              ("construct", {"cls": "Mod", "ctor": {"in_features": 4, "out_features": 2}}, {}),
              # builds its table of initial values (grader/worker/fast_init.py): every worker inherits it
-             ("module", {"cls": "Mod", "ctor": {"in_features": 4, "out_features": 4}, "fast_init": True}, {"x": x})]
+             ("module", {"cls": "Mod", "ctor": {"in_features": 4, "out_features": 4}, "fast_init": True}, {"x": x}),
+             # step 4's counting of work (grader/worker/counting.py): its modes' and tracer's first use
+             ("loops", {"fn": "fn", "args": ["x"], "sizes": [3, 4]}, {"3.x": x[:3], "4.x": x})]
     for probe, params, inputs in cases:
         worker.run_case(ns, {"name": "warm", "probe": probe, "params": params, "seed": 0}, inputs, set())
 

@@ -57,6 +57,8 @@ FACT_TYPES: dict[str, Any] = {
     "inputs_modified": bool,
     "requires_grad": bool,
     "v1_param_types": {"map": str},
+    # step 4's work at each size (grader.worker.probes.loops): line events, torch calls, torch operations
+    "work": {"sizes": [int], "lines": [int], "calls": [int], "ops": [int], "tampered": [str]},
 }
 
 HELLO_KEYS = frozenset({"names", "errors", "layers", "cpu", "output_dropped"})

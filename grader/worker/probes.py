@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -19,7 +20,7 @@ import torch
 import torch.nn as nn
 
 from grader.i18n import N_, Msg
-from grader.worker import roles
+from grader.worker import counting, roles
 from grader.worker.fast_init import fast_uniform
 
 Outputs = dict[str, Any]  # str -> torch.Tensor | JSON-able fact
@@ -94,6 +95,28 @@ def call(ns: Mapping[str, Any], inputs: Mapping[str, torch.Tensor], *, fn: str, 
             if a.grad is not None:
                 out[f"grad.{name}"] = a.grad
     return out
+
+
+@probe
+def loops(ns: Mapping[str, Any], inputs: Mapping[str, torch.Tensor], *, fn: str, args: list[str],
+          sizes: list[int]) -> Outputs:
+    """Step 4's "no Python loops", as behaviour: call fn at each size (inputs `<size>.<arg>`), small, large, small,
+    large, counting each call's line events, torch calls and torch operations (grader.worker.counting). The
+    counts only: the trusted check says whether they grew with num_tokens. A first call may pay for a lazy import,
+    so each size is measured twice, small first. No tensor comes back: this case vouches for nothing."""
+    from grader.worker import serve  # the worker's own process: only there is the audit hook added
+
+    audit = bool(serve.WORKER_PID[0]) and os.getpid() == serve.WORKER_PID[0]
+    work: dict[str, Any] = {"sizes": list(sizes), "lines": [], "calls": [], "ops": [], "tampered": []}
+    tampered: set[str] = set()
+    for size in (*sizes, *sizes):
+        result, counts = counting.measure(ns[fn], [inputs[f"{size}.{a}"].clone() for a in args], audit)
+        _tensor(result, f"{fn}()")
+        for key in ("lines", "calls", "ops"):
+            work[key].append(getattr(counts, key))
+        tampered |= counts.tampered
+    work["tampered"] = sorted(tampered)
+    return {"work": work}
 
 
 def _load_weights(module: nn.Module, weights: Mapping[str, torch.Tensor]) -> list[roles.Piece]:
