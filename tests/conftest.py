@@ -38,12 +38,25 @@ LACKS_BY_DESIGN = frozenset() if os.geteuid() == 0 else ROOT_ONLY
 WAIVER = "ATTN_KATA_ALLOW_WEAK_SANDBOX"
 
 
-# the modules that start real graders, daemons, notebooks or platforms again and again (each over 30 s here):
-# `pytest -m "not slow"` leaves them out, a developer's quick loop; CI runs everything
+# `pytest -m "not slow"`: a developer's quick loop (under 3 minutes on the 2-core machine); CI runs everything.
+# Slow are the modules that start real graders, daemons, notebooks or platforms again and again (each over 30 s
+# here), and in the other modules the tests named in SLOW_TESTS (each over about 8 s: a cold `attn-kata` process,
+# a notebook in a real kernel, `watch` in a terminal, every fixture regraded). tests/test_suite.py fails on an entry
+# that names no test, so that a renamed test cannot leave the list quietly.
 SLOW_MODULES = {"test_platforms", "test_doctor", "test_secrets", "test_daemon", "test_batch", "test_nbgrader",
                 "test_class_folder", "test_forked", "test_i18n", "test_packaging", "test_gradebook", "test_hostile",
-                "test_attacks",
-                "test_cli", "test_init", "test_first_contact"}
+                "test_attacks"}
+SLOW_TESTS = {  # module::test (every parametrization) or module::test[id]
+    "test_cli::test_grade_solutions_full_marks_and_exercises_not_started",  # the README's command, cold, as a process
+    "test_cli::test_grade_cases_per_upload",
+    "test_init::test_init_notebook_runs_and_check_grades_it",
+    "test_init::test_notebook_check_replays_without_its_own_calls",
+    "test_init::test_watch_in_a_notebook_workspace_grades_the_notebook",
+    "test_first_contact::test_watch_reads_single_keys_and_n_skips_passed_steps",
+    "test_first_contact::test_watch_reads_lines_where_stdin_is_not_a_terminal",
+    "test_fixtures::test_no_failing_message_is_the_graders_trust_reasoning",  # every buggy fixture, twice
+    "test_golden::test_golden_files",  # three submissions graded twice and a batch, compared byte for byte
+}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -51,7 +64,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         module = item.module.__name__.rsplit(".", 1)[-1] if item.module is not None else ""
         if module in SANDBOX_MODULES:
             item.add_marker(pytest.mark.sandbox)
-        if module in SLOW_MODULES:
+        name = getattr(item, "originalname", None) or item.name
+        if module in SLOW_MODULES or {f"{module}::{name}", f"{module}::{item.name}"} & SLOW_TESTS:
             item.add_marker(pytest.mark.slow)
 
 
