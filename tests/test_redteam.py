@@ -1156,3 +1156,52 @@ def test_a_reference_kept_outside_the_kata_is_hidden_too(tmp_path: Path) -> None
         assert step["score"] <= 1, step  # wrong values: the worker could not open the reference
     finally:
         shutil.rmtree(course, ignore_errors=True)
+
+
+# ---------------------------------------------------------------- step 4's loop point as behaviour (red team 15)
+
+_LOOP_REST = textwrap.dedent("""
+    def all_attention_weights(attn_scores):
+        return torch.softmax(attn_scores, dim=-1)
+    def all_context_vectors(attn_weights, inputs):
+        return attn_weights @ inputs
+    """)
+LOOP_EVASIONS = {
+    # a Python loop over a fixed number of rows (the inputs padded): the same work at 6 and 12 tokens, so no count
+    # grows; the static reader (before 22d0091) said "loops at line 8"
+    "fixed_bound": textwrap.dedent("""
+        import torch
+        def all_attention_scores(inputs):
+            n = inputs.shape[0]
+            padded = torch.zeros(64, inputs.shape[1], dtype=inputs.dtype)
+            padded[:n] = inputs
+            rows = []
+            for i in range(64):
+                rows.append(padded @ padded[i])
+            return torch.stack(rows)[:n, :n]
+        """),
+    # one dot product per pair of tokens, iterated by C (itertools, map) over Python floats: no line event, torch
+    # call or operation per token
+    "c_iteration": textwrap.dedent("""
+        import functools, itertools, operator, torch
+        def all_attention_scores(inputs):
+            rows = inputs.tolist()
+            pairs = itertools.product(rows, repeat=2)
+            dots = map(sum, itertools.starmap(functools.partial(map, operator.mul), pairs))
+            return torch.tensor(list(dots), dtype=inputs.dtype).reshape(len(rows), len(rows))
+        """),
+}
+
+
+@pytest.mark.xfail(strict=True, reason="red team 15: step 4's loop point is counted in the worker (22d0091); a loop "
+                                       "whose work does not grow with num_tokens keeps it")
+@pytest.mark.parametrize("name", list(LOOP_EVASIONS))
+def test_loops_the_work_counter_misses_still_lose_the_loop_point(tmp_path: Path, name: str) -> None:
+    """Each of these runs a loop over the tokens (or over a padded set of rows) and computes the right outputs; the
+    book's own loop loses the loop point (4 of 5), and so must these. (A loop with the counter replaced,
+    sys.modules["grader.worker.counting"].measure, keeps it too, flagged: a worker fact, vouched by right outputs.)"""
+    p = tmp_path / f"{name}.py"
+    p.write_text(LOOP_EVASIONS[name] + _LOOP_REST)
+    step = engine.grade(p, steps=["all_tokens"], secret=SECRET).steps[0]
+    assert [c.name for c in step.checks if not c.passed] == ["no Python loops: matrix products only"], step.checks
+    assert step.score == step.max_score - 1
