@@ -45,6 +45,10 @@ HOSTILE = {
     "proc": ("open('/proc/self/maps').read()\n", flags.OUTSIDE),
     "fork": ("import os\nos.fork()\n", flags.OUTSIDE),
     "fullwidth": ("import sys\nfr = sys._ｇｅｔｆｒａｍｅ(0)\n", flags.FRAMES),
+    # step 4's work is counted under torch's modes (grader/worker/counting.py; tests/test_loops.py)
+    "modes_off": ("import torch\nwith torch._C.DisableTorchFunction():\n    pass\n", flags.MODES),
+    "modes_popped": ("from torch.utils._python_dispatch import _disable_current_modes\n", flags.MODES),
+    "settrace": ("import sys\nsys.settrace(None)\n", flags.FRAMES),
 }
 
 

@@ -25,6 +25,7 @@ HEAP = N_("searches the interpreter's objects (gc)")
 OVERRIDE = N_("overrides `{name}`, which the grader asks a module about itself")
 PATCH = N_("replaces a part of torch or of Python's builtins")
 OUTSIDE = N_("reaches outside Python (ctypes, /proc, processes, sockets)")
+MODES = N_("switches off torch's function or dispatch modes, with which the grader counts step 4's work")
 
 # what nn.Module reports of itself, or does when the grader moves it: redefining it is not the chapter's business
 REPORTING = frozenset({"_apply", "named_buffers", "buffers", "named_parameters", "parameters", "state_dict",
@@ -33,6 +34,10 @@ REPORTING = frozenset({"_apply", "named_buffers", "buffers", "named_parameters",
 FRAME_ATTRS = frozenset({"_getframe", "f_back", "f_locals", "f_globals", "f_builtins", "tb_frame", "gi_frame",
                          "cr_frame", "currentframe", "getouterframes", "getinnerframes", "settrace", "setprofile"})
 HEAP_ATTRS = frozenset({"get_objects", "get_referrers", "get_referents"})
+# what takes torch's modes off their stacks, or turns them off (grader/worker/counting.py counts with them)
+MODES_ATTRS = frozenset({"DisableTorchFunction", "DisableTorchFunctionSubclass", "_DisableTorchDispatch",
+                         "_disable_current_modes", "_pop_mode", "_pop_mode_temporarily", "_pop_torch_function_stack",
+                         "_pop_torch_dispatch_stack", "_unset_dispatch_mode", "_set_torch_function_mode"})
 OUTSIDE_MODULES = frozenset({"ctypes", "_ctypes", "subprocess", "socket", "_socket", "multiprocessing", "mmap",
                              "signal", "pty", "resource"})
 OUTSIDE_CALLS = frozenset({"fork", "forkpty", "system", "popen", "execv", "execve", "kill", "killpg",
@@ -43,7 +48,8 @@ PATCHED_ROOTS = frozenset({"torch", "nn", "F", "builtins", "__builtins__", "sys"
 NEEDLES = ("grader", "frame", "f_back", "f_locals", "f_globals", "f_builtins", "settrace", "setprofile", "get_obj",
            "get_referr", "get_referents", "setattr", "delattr", "builtins", "ctypes", "subprocess", "socket",
            "multiprocessing", "mmap", "signal", "pty", "resource", "fork", "popen", "system", "exec", "kill",
-           "process_vm", "pidfd", "ptrace", "/proc")
+           "process_vm", "pidfd", "ptrace", "/proc", "Disable", "_disable", "_pop_", "_unset_dispatch",
+           "_set_torch_function")
 _REPORTING = "|".join(sorted(REPORTING))
 DEFINES = re.compile(rf"def\s+(?:{_REPORTING})\b")  # a literal start: found fast
 # a line assigning to something of torch, nn, F, builtins or sys (`torch.softmax = f`, `a, nn.Module.x = ...`) or to
@@ -121,6 +127,8 @@ def _signs(node: ast.AST) -> list[tuple[str, dict[str, str]]]:
             signs.append((FRAMES, {}))
         if isinstance(node, ast.ImportFrom) and node.module == "gc" and any(a.name in HEAP_ATTRS for a in node.names):
             signs.append((HEAP, {}))
+        if isinstance(node, ast.ImportFrom) and any(a.name in MODES_ATTRS for a in node.names):
+            signs.append((MODES, {}))
     elif isinstance(node, ast.Constant) and isinstance(node.value, str):
         v = node.value
         if v == "grader" or v.startswith("grader."):
@@ -134,6 +142,8 @@ def _signs(node: ast.AST) -> list[tuple[str, dict[str, str]]]:
             signs.append((HEAP, {}))
         elif node.attr in OUTSIDE_CALLS and _root(node) in ("os", "posix", "pty"):
             signs.append((OUTSIDE, {}))
+        elif node.attr in MODES_ATTRS:
+            signs.append((MODES, {}))
         if isinstance(node.ctx, ast.Store | ast.Del) and _root(node.value) in PATCHED_ROOTS and not (
                 ast.unparse(node).startswith(ALLOWED_STORES)):
             signs.append((PATCH, {}))
