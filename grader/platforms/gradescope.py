@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from grader.cli_args import cannot_write, need_output, secret_value
-from grader.files import write_atomic, writing
+from grader.files import writing
 from grader.i18n import _
-from grader.platforms.container import FAILED, Graded, grade_upload, in_language, run_command, run_script
+from grader.platforms.container import FAILED, Graded, grade_upload, in_language, run_command, run_script, write_results
 from grader.settings import IMPORT_ROOT, KATA_ROOT, grader_version
 
 if TYPE_CHECKING:
@@ -144,8 +144,11 @@ def run_autograder(*, root: str | Path = "/autograder", lang: str | None = None)
 
     `lang`: the students' language (default: ATTN_KATA_LANG or the locale, see grader.i18n.default_lang)."""
     root = Path(root)
-    return in_language(lang, lambda lang: _write(root / "results" / "results.json",
-                                                 results(grade_upload(root / "submission", lang=lang), root)))
+
+    def grade(lang: str) -> Path:
+        return write_results(root, results(grade_upload(root / "submission", lang=lang), root))
+
+    return in_language(lang, grade)
 
 
 def results(graded: Graded, root: Path) -> dict[str, Any]:
@@ -169,7 +172,8 @@ def results(graded: Graded, root: Path) -> dict[str, Any]:
 
 
 def document(report: Report, execution_time: float | None = None, lang: str = "en") -> dict[str, Any]:
-    """Gradescope's results.json of a report: one test per check, named by step and check."""
+    """Gradescope's results.json of a report: one test per check, named by step and check (in the report's
+    language already: `lang` is for the signature PrairieLearn's `document` shares)."""
     from grader.registry import BY_ID
 
     tests = []
@@ -194,11 +198,6 @@ def not_gradable(reason: str) -> dict[str, Any]:
     file): the reason once, no test (Gradescope has no "not gradable": the score is 0, the output says why)."""
     return {"score": 0, "output": _("Not graded: {reason}").format(reason=reason), "tests": [],
             "stdout_visibility": "visible"}
-
-
-def _write(path: Path, doc: dict[str, Any]) -> Path:
-    write_atomic(path, json.dumps(doc, ensure_ascii=False, indent=2))
-    return path
 
 
 # ---------------------------------------------------------------- `attn-kata gradescope build|run`

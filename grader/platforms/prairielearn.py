@@ -24,9 +24,17 @@ import click
 
 from grader import limits
 from grader.cli_args import cannot_write, fail
-from grader.files import write_atomic
 from grader.i18n import _
-from grader.platforms.container import FAILED, Graded, chosen_lang, grade_upload, in_language, run_command, run_script
+from grader.platforms.container import (
+    FAILED,
+    Graded,
+    chosen_lang,
+    grade_upload,
+    in_language,
+    run_command,
+    run_script,
+    write_results,
+)
 from grader.registry import STEPS
 from grader.settings import KATA_ROOT, grader_version
 
@@ -147,8 +155,11 @@ def run(*, root: str | Path = "/grade", lang: str | None = None) -> Path:
 
     `lang`: the students' language (default: ATTN_KATA_LANG, set by info.json's environment, or the locale)."""
     root = Path(root)
-    return in_language(lang, lambda lang: _write(root / "results" / "results.json", results(
-        grade_upload(root / "student", lang=lang, ready=_started), lang)))
+
+    def grade(lang: str) -> Path:
+        return write_results(root, results(grade_upload(root / "student", lang=lang, ready=_started), lang))
+
+    return in_language(lang, grade)
 
 
 def results(graded: Graded, lang: str) -> dict[str, Any]:
@@ -238,11 +249,6 @@ def defines_a_step_name(path: Path) -> bool:
                     (a.asname or a.name).split(".")[0] in wanted for a in node.names):
                 return True
     return False
-
-
-def _write(path: Path, doc: dict[str, Any]) -> Path:
-    write_atomic(path, json.dumps(doc, ensure_ascii=False, indent=2))
-    return path
 
 
 # ---------------------------------------------------------------- `attn-kata prairielearn build|run`
