@@ -8,6 +8,7 @@ The platforms' commands share `lang` too: the language `attn-kata --lang` chose.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -101,6 +102,15 @@ def grade_upload(upload: Path, *, lang: str, ready: Callable[[Path], str] | None
     except Exception as exc:  # the grader's own failure, not the student's
         return Graded(found.path, error=f"{type(exc).__name__}: {exc}")
     return Graded(found.path, report=report, elapsed=time.monotonic() - start)
+
+
+def write_results(root: Path, doc: dict[str, Any]) -> Path:
+    """Write ROOT/results/results.json, whole or not at all (the script's fallback then speaks)."""
+    from grader.files import write_atomic
+
+    path = root / "results" / "results.json"
+    write_atomic(path, json.dumps(doc, ensure_ascii=False, indent=2))
+    return path
 
 
 def in_language(lang: str | None, work: Callable[[str], Path]) -> Path:
