@@ -958,7 +958,7 @@ def test_no_datagram_socket_through_socketpair(tmp_path: Path) -> None:
     assert_nothing_left_running()
 
 
-# ---------------------------------------------------------------- loops the text hid (read from the text until issue 27)
+# ------------------------------------------------------------- loops the text hid (read from the text until issue 27)
 
 def test_a_unit_too_deep_to_parse_is_never_loop_free(tmp_path: Path) -> None:
     """The grader parsed the source for "no Python loops" at its own stack depth and recursion limit; the worker

@@ -33,7 +33,9 @@ from __future__ import annotations
 
 import _thread
 import contextlib
+import importlib
 import inspect
+import os
 import sys
 import threading
 import types
@@ -42,14 +44,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
-import torch._library.effects
-import torch._library.simple_registry
 import torch._ops
 import torch._tensor_str
 import torch.overrides
 import torch.utils._python_dispatch
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
+
+# torch's lookups for a dispatch mode, where this torch has them (they run with the mode off its stack: UNCOUNTED)
+for _name in ("torch._library.simple_registry", "torch._library.effects"):
+    with contextlib.suppress(ImportError):
+        importlib.import_module(_name)
+# what `_local` reads of torch's mode stacks (torch >= 2.2 has them; without them no line is checked)
+_STACKS = all(hasattr(torch._C, n) for n in ("_len_torch_function_stack", "_len_torch_dispatch_stack",
+                                             "_is_torch_function_enabled", "_dispatch_tls_is_dispatch_key_excluded"))
 
 # tensor methods that call a Python callable once per element (torch has these three)
 PER_ELEMENT = frozenset({torch.Tensor.apply_, torch.Tensor.map_, torch.Tensor.map2_})
@@ -144,14 +152,14 @@ def _local(frame: types.FrameType, event: str, arg: Any) -> Callable | None:
         counts.lines += 1
         # a line run with the modes off (DisableTorchFunction, _disable_current_modes, a popped mode) makes torch
         # calls no mode counts; the modes are put back before the call returns, so it is seen here or nowhere
-        if not _STATE.inside and (_depths() != _STATE.depth or not torch._C._is_torch_function_enabled()
+        if _STACKS and not _STATE.inside and (_depths() != _STATE.depth or not torch._C._is_torch_function_enabled()
                                   or torch._C._dispatch_tls_is_dispatch_key_excluded(torch._C.DispatchKey.Python)):
             counts.tampered.add("modes")
     return _local
 
 
 def _depths() -> tuple[int, int]:
-    return torch._C._len_torch_function_stack(), torch._C._len_torch_dispatch_stack()
+    return (torch._C._len_torch_function_stack(), torch._C._len_torch_dispatch_stack()) if _STACKS else (0, 0)
 
 
 def _quiet_local(frame: types.FrameType, event: str, arg: Any) -> Callable | None:
@@ -225,10 +233,13 @@ def _settrace(fn: Callable | None) -> None:
         _Audit.ours = False
 
 
-def measure(fn: Callable[..., Any], args: list[Any], audit: bool) -> tuple[Any, Counts]:
-    """Call fn(*args) and count its work. `audit`: in a worker, where the hook may be added (`_Audit`)."""
+WORKER = [0]  # the worker's pid, set by grader.worker.serve: only there is the audit hook added (`_Audit`)
+
+
+def measure(fn: Callable[..., Any], args: list[Any]) -> tuple[Any, Counts]:
+    """Call fn(*args) and count its work."""
     counts = Counts()
-    if audit and not _Audit.arm():
+    if WORKER[0] and os.getpid() == WORKER[0] and not _Audit.arm():
         counts.tampered.add("trace")
     previous, previous_threads = sys.gettrace(), threading.gettrace()
     threads = _thread._count()

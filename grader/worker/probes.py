@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -104,13 +103,10 @@ def loops(ns: Mapping[str, Any], inputs: Mapping[str, torch.Tensor], *, fn: str,
     large, counting each call's line events, torch calls and torch operations (grader.worker.counting). The
     counts only: the trusted check says whether they grew with num_tokens. A first call may pay for a lazy import,
     so each size is measured twice, small first. No tensor comes back: this case vouches for nothing."""
-    from grader.worker import serve  # the worker's own process: only there is the audit hook added
-
-    audit = bool(serve.WORKER_PID[0]) and os.getpid() == serve.WORKER_PID[0]
     work: dict[str, Any] = {"sizes": list(sizes), "lines": [], "calls": [], "ops": [], "tampered": []}
     tampered: set[str] = set()
     for size in (*sizes, *sizes):
-        result, counts = counting.measure(ns[fn], [inputs[f"{size}.{a}"].clone() for a in args], audit)
+        result, counts = counting.measure(ns[fn], [inputs[f"{size}.{a}"].clone() for a in args])
         _tensor(result, f"{fn}()")
         for key in ("lines", "calls", "ops"):
             work[key].append(getattr(counts, key))

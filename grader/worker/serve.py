@@ -24,7 +24,7 @@ import torch
 from grader import limits
 from grader.registry import ALL_NAMES
 from grader.sandbox import channel, common
-from grader.worker import probes, standins
+from grader.worker import counting, probes, standins
 
 MAX_MESSAGE = limits.WORKER_MESSAGE_CHARS
 _ABSENT = object()
@@ -204,6 +204,7 @@ def serve(transport: common.Transport, confine: Callable[[dict[str, Any]], dict[
     cpu = {"forked": time.process_time()}  # where a worker's CPU goes: benchmarks/bench_grade.py prints it
     layers = dict(confine(setup.get("config") or {}))
     WORKER_PID[0] = os.getpid()  # after confine: in a PID namespace of its own the worker is 1
+    counting.WORKER[0] = WORKER_PID[0]  # step 4's counting adds its audit hook here only
     printed = sys.stdout  # the capped output, taken before any learner code could replace it
     cpu["confined"] = time.process_time()
     # the layers, sent before a line of the submission runs: what the learner's code sends later on this
