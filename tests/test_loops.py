@@ -1,5 +1,6 @@
-"""Step 4's "no Python loops" is behaviour: the worker counts the work each function does at 6 and 12 tokens (line
-events, torch calls, torch operations: grader/worker/counting.py) and a count that grows is a loop, whatever its form.
+"""Step 4's "no Python loops" is behaviour: the worker counts the work each function does at 6 and 48 tokens (line
+events, torch calls, torch operations: grader/worker/counting.py) and a count that grows, or a torch call per
+token, is a loop, whatever its form.
 Each attack here runs in a real worker, in the real sandbox, and scores what its twin scores: a loop loses the loop
 point as the plain loop does, loop-free code keeps it. The single-file forms are fixtures (tests/fixtures/buggy/
 all_loop_*.py lose the point, tests/fixtures/correct/all_*.py keep it: test_fixtures)."""

@@ -88,7 +88,7 @@ def scan(sub: Submission, lang: str = "en") -> list[dict[str, str]]:
         text = unit.text  # as Python reads its names (NFKC)
         if not any(n in text for n in NEEDLES) and not DEFINES.search(text) and not may_store(text):
             continue
-        tree = unit.parsed  # shared with the static analysis; identifiers in it are as Python reads them (NFKC)
+        tree = unit.parsed  # made once per unit; identifiers in it are as Python reads them (NFKC)
         if isinstance(tree, Exception):
             continue  # the worker reports what does not load
         for node in ast.walk(tree):

@@ -54,9 +54,9 @@ class Unit:
 
     @functools.cached_property
     def parsed(self) -> ast.Module | Exception:
-        """The source's parse, made once for every reader (the static analysis, the flags), or why there is none:
+        """The source's parse, made once (the flags read it; step 4's loops are counted by the worker), or why none:
         SyntaxError or ValueError (the worker reports what does not load), RecursionError or MemoryError (too deep
-        for this process: a fact that needs it is not vouched for)."""
+        for this process: the flags pass it by; the worker, which runs it, reports what does not load)."""
         try:
             return ast.parse(self.source)
         except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
@@ -66,7 +66,7 @@ class Unit:
     def text(self) -> str:
         """The source as Python reads its names: identifiers are NFKC-normalised (PEP 3131), so
         `ａll_attention_scores` (a fullwidth a) defines all_attention_scores and a test for a name in the raw text
-        would miss it. Made once for every reader (the static analysis, the flags)."""
+        would miss it. Made once for every reader of the text (the flags)."""
         if self.source.isascii() or unicodedata.is_normalized("NFKC", self.source):  # the quick check
             return self.source
         return unicodedata.normalize("NFKC", self.source)

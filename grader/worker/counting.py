@@ -16,7 +16,8 @@ What is counted:
   (exec'd text can claim any file name).
 - calls: the torch functions and tensor methods called (a TorchFunctionMode: those torch itself calls inside one are
   not seen, so printing or einsum count once). Tensor.apply_/map_/map2_ call a Python callable per element, which
-  may be C (math.exp) and so makes no line event: each counts as one call per element of the tensor.
+  may be C (math.exp) and so makes no line event, and tolist makes a Python number of each element (to be iterated
+  in C: itertools, map): each counts as one call per element of the tensor.
 - ops: the ATen operations run (a TorchDispatchMode), which also sees the operations of TorchScript code.
 
 Whether the instruments stayed in place ("tampered"): the tracer was replaced or removed (checked after the call,
@@ -59,8 +60,9 @@ for _name in ("torch._library.simple_registry", "torch._library.effects"):
 _STACKS = all(hasattr(torch._C, n) for n in ("_len_torch_function_stack", "_len_torch_dispatch_stack",
                                              "_is_torch_function_enabled", "_dispatch_tls_is_dispatch_key_excluded"))
 
-# tensor methods that call a Python callable once per element (torch has these three)
-PER_ELEMENT = frozenset({torch.Tensor.apply_, torch.Tensor.map_, torch.Tensor.map2_})
+# tensor methods that hand every element to Python: three call a Python callable once per element, and tolist makes a
+# Python number of each (what is then done with them, in C or in Python, is per element)
+PER_ELEMENT = frozenset({torch.Tensor.apply_, torch.Tensor.map_, torch.Tensor.map2_, torch.Tensor.tolist})
 
 
 def _codes_in(code: types.CodeType) -> Iterator[types.CodeType]:
