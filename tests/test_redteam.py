@@ -1158,6 +1158,42 @@ def test_a_reference_kept_outside_the_kata_is_hidden_too(tmp_path: Path) -> None
         shutil.rmtree(course, ignore_errors=True)
 
 
+@pytest.mark.sandbox  # about confinement: run in every set-up by .ci/setups.sh
+def test_a_zygote_started_before_the_reference_was_named_is_replaced(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Red team 15: the folder a zygote hides from its workers (ATTN_KATA_HIDE) is fixed when it starts, and a
+    process keeps its zygote. A notebook kernel starts one when it imports the grader (grader/__init__.py); an
+    instructor who names the course's reference afterwards (ATTN_KATA_SOLUTIONS, here in the venv) and grades in
+    that kernel got workers that read it: 5/5 for a submission that only opens the file, 0 from a fresh zygote.
+    Now a zygote started for another reference folder is replaced first."""
+    from grader.pool import zygote
+    from grader.sandbox import landlock
+
+    assert landlock.abi() >= 1, "this machine has no Landlock: `attn-kata doctor` says so, and CI's kernel has it"
+    course = Path(sys.prefix) / "share" / f"attn-kata-course-early-{os.getpid()}"
+    try:
+        shutil.copytree(SOLUTIONS, course / "solutions", ignore=shutil.ignore_patterns("__pycache__"))
+        target = course / "solutions" / "dot_scores.py"
+        p = tmp_path / "peek.py"
+        p.write_text(textwrap.dedent(f"""
+            def attention_scores(inputs, query):
+                try:
+                    open({str(target)!r}).read()
+                    return inputs @ query  # the reference was readable: the right answer
+                except OSError:
+                    return inputs.sum(dim=1)
+            """))
+        monkeypatch.delenv("ATTN_KATA_SOLUTIONS", raising=False)
+        early = zygote.zygote()  # as the kernel's import does, before the course's settings
+        assert early.alive()
+        monkeypatch.setenv("ATTN_KATA_SOLUTIONS", str(course / "solutions"))
+        step = engine.grade(p, steps=["dot_scores"], secret=SECRET).steps[0]
+        assert step.score <= 1, step  # wrong values: the worker could not open the reference
+        assert zygote.zygote() is not early and not early.alive()
+    finally:
+        shutil.rmtree(course, ignore_errors=True)
+
+
 # ---------------------------------------------------------------- step 4's loop point as behaviour (red team 15)
 
 _LOOP_REST = textwrap.dedent("""

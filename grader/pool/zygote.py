@@ -353,9 +353,11 @@ class Zygote:
     def __init__(self, conn: socket.socket | None = None) -> None:
         self.owner = os.getpid()
         self.proc: subprocess.Popen | None = None
+        self.env: dict[str, str] | None = None  # the environment it was started with (None: not ours to start)
         if conn is not None:
             self.conn, self.pid = conn, os.getppid()
             return
+        self.env = _zygote_env()
         self.conn, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         code = f"import sys; sys.path.insert(0, {str(ROOT)!r}); from grader.pool.zygote import main; main()"
         try:
@@ -363,7 +365,7 @@ class Zygote:
                 [sys.executable, "-I", "-c", code, str(theirs.fileno())],
                 pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                 stderr=None if os.environ.get("ATTN_KATA_DEBUG") else subprocess.DEVNULL, start_new_session=True,
-                env=_zygote_env())
+                env=self.env)
         finally:
             theirs.close()
         self.pid = self.proc.pid
@@ -436,8 +438,14 @@ _ZYGOTE: Zygote | None = None
 
 
 def zygote(fresh: bool = False) -> Zygote:
-    """This process's zygote; `fresh` replaces one that stopped answering."""
+    """This process's zygote; `fresh` replaces one that stopped answering. One that hides another folder from its
+    workers than ATTN_KATA_SOLUTIONS now asks for (ATTN_KATA_HIDE, fixed at its start) is replaced too: a zygote
+    started early (a notebook kernel's import of the grader, grader/__init__.py) before the variable named a
+    reference under a path workers may read let them read it (red team 15)."""
     global _ZYGOTE
+    if (_ZYGOTE is not None and _ZYGOTE.env is not None and os.getpid() == _ZYGOTE.owner
+            and _ZYGOTE.env.get("ATTN_KATA_HIDE") != _zygote_env().get("ATTN_KATA_HIDE")):
+        stop()  # closes our end: it kills its workers and exits
     if fresh and _ZYGOTE is not None:
         if _ZYGOTE.proc is not None and os.getpid() == _ZYGOTE.owner:
             with contextlib.suppress(OSError):
