@@ -104,7 +104,6 @@ def grade(*, path: str | Path, fmt: str = "table", secret: str | None = None, st
     return captured.get()
 
 
-def _print_heatmaps(report: Report, mats: dict, console: Console, lang: str) -> None:
 def grade_report(*, path: str | Path, secret: str | None = None, steps: list[str] | None = None,
                  timeout: float = DEFAULT_TIMEOUT, lang: str = "en", html: str | Path | None = None,
                  allow_weak_sandbox: bool = False, upload: str | Path | None = None) -> Report:
@@ -126,6 +125,7 @@ def _graded(path: str | Path, *, secret: str | None, steps: list[str] | None, ti
                            config={"require_strong": strong})
 
 
+def _print_heatmaps(report: Report, mats: dict, console: Console, lang: str) -> None:
     if mats and console.is_terminal:
         from grader.render import heatmap
 
