@@ -119,5 +119,5 @@ def test_pictures_never_drive_grading() -> None:
     graph = grimp.build_graph("grader")
     render = [m for m in graph.modules if m.startswith("grader.render")]
     reached = {m for r in render for m in graph.find_modules_directly_imported_by(r) if m.startswith("grader.grading")}
-    assert reached == {"grader.grading.pictures"}, reached
+    assert reached <= {"grader.grading.pictures"}, reached
     assert "WEIGHT_CASES" not in (ROOT / "grader" / "render" / "heatmap.py").read_text(encoding="utf-8")
