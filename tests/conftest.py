@@ -40,12 +40,13 @@ WAIVER = "ATTN_KATA_ALLOW_WEAK_SANDBOX"
 
 # `pytest -m "not slow"`: a developer's quick loop (under 3 minutes on the 2-core machine); CI runs everything.
 # Slow are the modules that start real graders, daemons, notebooks or platforms again and again (each over 30 s
-# here), and in the other modules the tests named in SLOW_TESTS (each over about 8 s: a cold `attn-kata` process,
+# here; the red team's confinement tests also run in `pytest -m sandbox`, which a sandbox change should), and in
+# the other modules the tests named in SLOW_TESTS (each over about 8 s: a cold `attn-kata` process,
 # a notebook in a real kernel, `watch` in a terminal, every fixture regraded). tests/test_suite.py fails on an entry
 # that names no test, so that a renamed test cannot leave the list quietly.
 SLOW_MODULES = {"test_platforms", "test_doctor", "test_secrets", "test_daemon", "test_batch", "test_nbgrader",
                 "test_class_folder", "test_forked", "test_i18n", "test_packaging", "test_gradebook", "test_hostile",
-                "test_attacks"}
+                "test_attacks", "test_redteam", "test_pytest_plugin", "test_platform_scripts"}
 SLOW_TESTS = {  # module::test (every parametrization) or module::test[id]
     "test_cli::test_grade_solutions_full_marks_and_exercises_not_started",  # the README's command, cold, as a process
     "test_cli::test_grade_cases_per_upload",
@@ -56,6 +57,10 @@ SLOW_TESTS = {  # module::test (every parametrization) or module::test[id]
     "test_first_contact::test_watch_reads_lines_where_stdin_is_not_a_terminal",
     "test_fixtures::test_no_failing_message_is_the_graders_trust_reasoning",  # every buggy fixture, twice
     "test_golden::test_golden_files",  # three submissions graded twice and a batch, compared byte for byte
+    "test_classroom::test_every_command_runs_on_a_solved_and_an_unsolved_workspace",
+    "test_gradescope::test_answers_learned_from_earlier_attempts_are_no_use",
+    # 3 terms' secrets in the quick loop (each new secret computes the reference's answers again), 12 in CI
+    *(f"test_fixtures::test_dropout_average_across_secrets[{term}]" for term in range(3, 12)),
 }
 
 
