@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -74,11 +75,27 @@ def test_every_format_but_the_pictures_grades_without_torch_in_the_command(fmt: 
         assert cold.stdout == warm.stdout
 
 
+@pytest.mark.parametrize("fixture", ["ca_mask_after_softmax", "mask_fill_zero"])
+def test_the_pictures_come_from_the_grading_process_too(tmp_path: Path, fixture: str) -> None:
+    """--html (and a table on a terminal) draws the attention weights: the matrices come back from the grading
+    process as plain data (forked.PlainMatrix), the command still never imports torch, and the HTML report is
+    the one drawn from the in-process tensors, byte for byte (its date aside)."""
+    pages = {}
+    for preload in (False, True):
+        page = tmp_path / f"report-{preload}.html"
+        run = _kata(["grade", f"tests/fixtures/buggy/{fixture}.py", "--format", "json", "--html", str(page)],
+                    preload_torch=preload)
+        assert run.returncode == 0, run.stderr
+        assert _torch_imported(run) is preload
+        pages[preload] = re.sub(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d(:\d\d)?( UTC)?", "<date>", page.read_text())
+    assert pages[False].count('class="matrix"') >= 2  # the failing steps' heatmaps are there
+    assert pages[False] == pages[True]
+
 def test_check_without_the_daemon_forks_its_trusted_side_too(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     init = _kata(["init", str(ws)])
     assert init.returncode == 0, init.stderr
-    shutil.copy(ROOT / "solutions" / "dot_scores.py", ws / "dot_scores.py")
+    shutil.copy(ROOT / "solutions" / "step01_dot_scores.py", ws / "step01_dot_scores.py")
     run = _kata(["check", "dot_scores"], cwd=ws)  # a pipe, not a terminal: no heatmaps to draw
     assert run.returncode == 0, run.stdout + run.stderr
     assert not _torch_imported(run)
@@ -129,7 +146,7 @@ def test_the_secret_reaches_the_grading_process_only_never_the_zygote(tmp_path: 
     the forked grading process learns it over its own socket, after the fork. Read from /proc while a slow
     submission keeps them all alive."""
     secret = "forked-term-key-" + "5309"
-    slow = (ROOT / "solutions" / "dot_scores.py").read_text().replace(
+    slow = (ROOT / "solutions" / "step01_dot_scores.py").read_text().replace(
         "    return attn_scores", "    import time\n    time.sleep(0.5)\n    return attn_scores")
     (tmp_path / "slow.py").write_text(slow)
     seen: dict[str, list[bytes]] = {"attn-zygote": [], "attn-grade": [], "attn-worker": []}

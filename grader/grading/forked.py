@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import signal
 import socket
@@ -128,8 +129,11 @@ def wanted() -> bool:
 
 
 def grade(path: str | Path, *, steps: list[str] | None = None, secret: str | None = None,
-          timeout: float | None = None, lang: str = "en", config: dict[str, Any] | None = None) -> Report:
+          timeout: float | None = None, lang: str = "en", config: dict[str, Any] | None = None,
+          pictures: bool = False) -> Report:
     """engine.grade, run in a trusted process forked from the zygote (`wanted`), else here: the same report.
+    `pictures`: each step also carries its attention-weight matrices (StepResult.pictures), as engine.grade's
+    `pictures=True` gives them; from a grading process as `PlainMatrix`es, which grader.render draws alike.
     Raises WeakSandbox and InfrastructureError as engine.grade does; a grader bug there is GradingFailed."""
     from grader.settings import DEFAULT_TIMEOUT
 
@@ -137,9 +141,11 @@ def grade(path: str | Path, *, steps: list[str] | None = None, secret: str | Non
     if not wanted():
         from grader.grading import engine
 
-        return engine.grade(path, steps=steps, secret=secret, timeout=timeout, lang=lang, config=config)
+        return engine.grade(path, steps=steps, secret=secret, timeout=timeout, lang=lang, config=config,
+                            pictures=pictures)
     settings = {"path": os.fsdecode(path), "steps": list(steps) if steps else None, "secret": resolve_secret(secret),
-                "timeout": timeout, "lang": lang, "config": config or {}, "env": settings_env(), "cwd": os.getcwd()}
+                "timeout": timeout, "lang": lang, "config": config or {}, "env": settings_env(), "cwd": os.getcwd(),
+                "pictures": pictures}
     for attempt in (1, 2):  # a grading process that dies (the OOM killer, a crash) is replaced once
         sock, _pid = start(ENTRY)
         try:
@@ -154,7 +160,11 @@ def grade(path: str | Path, *, steps: list[str] | None = None, secret: str | Non
         if not isinstance(answer, dict):
             raise InfrastructureError("the grading process sent a malformed answer")
         if "report" in answer:
-            return report_from_dict(answer["report"])
+            report = report_from_dict(answer["report"])
+            drawn = answer.get("pictures") or {}
+            for step in report.steps:
+                step.pictures = [PlainMatrix.from_dict(m) for m in drawn.get(step.id, [])]
+            return report
         if "weak_sandbox" in answer:
             raise WeakSandbox(str(answer["weak_sandbox"]))
         if "infrastructure" in answer:
@@ -188,8 +198,10 @@ def grading_process(fd: int) -> None:
                                  config=config, started=started)
         finally:
             started.close()
-        report = engine.judge([col], secret=secret)[0]
+        report = engine.judge([col], secret=secret, with_pictures=bool(settings.get("pictures")))[0]
         answer: dict[str, Any] = {"report": report.to_dict()}
+        if settings.get("pictures"):
+            answer["pictures"] = {s.id: [plain_matrix(m) for m in s.pictures] for s in report.steps if s.pictures}
     except WeakSandbox as exc:  # before InfrastructureError: it is one
         answer = {"weak_sandbox": str(exc)}
     except InfrastructureError as exc:
@@ -212,3 +224,48 @@ def report_from_dict(d: dict[str, Any]) -> Report:
              for s in d["steps"]]
     return Report(d["submission"], steps, notes=list(d["notes"]), grader_version=d["grader_version"],
                   schema_version=d["schema_version"], flags=[dict(f) for f in d["flags"]], sandbox=dict(d["sandbox"]))
+
+
+# ---------------------------------------------------------------- pictures, without torch
+
+def _cell(v: Any) -> Any:
+    """A matrix entry as JSON holds it: a finite float as it is (repr: exact), a bool as it is, else its name."""
+    return v if isinstance(v, bool) or math.isfinite(v) else repr(v)  # 'nan', 'inf', '-inf'
+
+
+def _rows(t: Any) -> list[list[Any]] | None:
+    return None if t is None else [[_cell(v) for v in row] for row in t.tolist()]
+
+
+def plain_matrix(m: Any) -> dict[str, Any]:
+    """A grader.grading.pictures.Matrix as plain data, with what the renderers read of it computed here."""
+    return {"step": m.step, "case": m.case, "label": m.label, "note": m.note, "want": _rows(m.want),
+            "got": _rows(m.got), "leaked": _rows(m.leaked), "differs": _rows(m.differs),
+            "leak_count": m.leak_count, "vmax": m.vmax, "comparable": m.comparable}
+
+
+class Grid:
+    """A matrix as nested lists, read as the renderers read a tensor: `.shape`, `[i, j]`."""
+
+    def __init__(self, rows: list[list[Any]]):
+        self.rows = [[float(v) if isinstance(v, str) else v for v in row] for row in rows]  # 'nan' -> nan
+        self.shape = (len(self.rows), len(self.rows[0]) if self.rows else 0)
+
+    def __getitem__(self, ij: tuple[int, int]) -> Any:
+        return self.rows[ij[0]][ij[1]]
+
+
+class PlainMatrix:
+    """What a grading process sends of a pictures.Matrix: the same attributes grader.render reads (step, case,
+    label, note, want, got, leaked, differs, leak_count, vmax, comparable), with no torch in this process."""
+
+    def __init__(self, d: dict[str, Any]):
+        self.step, self.case, self.label, self.note = str(d["step"]), str(d["case"]), str(d["label"]), str(d["note"])
+        self.want = Grid(d["want"])
+        self.got, self.leaked, self.differs = (Grid(d[k]) if d.get(k) is not None else None
+                                               for k in ("got", "leaked", "differs"))
+        self.leak_count, self.vmax, self.comparable = int(d["leak_count"]), float(d["vmax"]), bool(d["comparable"])
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> PlainMatrix:
+        return cls(d)

@@ -59,15 +59,15 @@ def record_progress(workspace: str | Path, report: Report) -> dict:
 
 def _grade_pictures(path: str | Path, html: str | Path | None, pictures: bool, **kwargs):  # type: ignore[no-untyped-def]
     """Grade; with `pictures`, also the weight matrices (grader.render.heatmap), and write the HTML report if asked."""
-    if not (pictures or html):
-        # a grading process forked from the zygote: this process never imports torch (grader.grading.forked)
-        from grader.grading.forked import grade as grade_report
+    # a grading process forked from the zygote (the matrices come back as plain data): this process never imports
+    # torch (grader.grading.forked)
+    from grader.grading.forked import grade as grade_report
 
+    if not (pictures or html):
         return grade_report(path, **kwargs), {}
-    from grader.grading import engine
     from grader.render import heatmap
 
-    report = engine.grade(path, pictures=True, **kwargs)
+    report = grade_report(path, pictures=True, **kwargs)
     mats = heatmap.of_report(report)
     if html:
         from grader.render import html_report

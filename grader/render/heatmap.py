@@ -8,14 +8,16 @@ background colour per cell), grader/render/html_report.py in HTML. Nothing here 
 from __future__ import annotations
 
 import math
-from typing import Any
-
-import torch
+from typing import TYPE_CHECKING, Any
 
 from grader import i18n
-from grader.grading.pictures import Matrix
 from grader.i18n import N_
 from grader.report import Report
+
+if TYPE_CHECKING:  # drawn alike: a pictures.Matrix (torch) or a grading process's forked.PlainMatrix (no torch)
+    import torch
+
+    from grader.grading.pictures import Matrix
 
 
 def of_report(report: Report) -> dict[str, list[Matrix]]:

@@ -14,14 +14,17 @@ import html
 import math
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from grader import i18n
 from grader.files import write_atomic
 from grader.i18n import N_
 from grader.registry import BY_ID
-from grader.render.heatmap import Matrix, colour, hex_colour, ink
+from grader.render.heatmap import colour, hex_colour, ink
 from grader.report import Report
+
+if TYPE_CHECKING:
+    from grader.grading.pictures import Matrix
 
 STATUS_COLOUR = {"passed": "#1a7f37", "partial": "#9a6700", "failed": "#cf222e", "not_started": "#6e7781",
                  "error": "#8250df"}
