@@ -1,4 +1,4 @@
-"""Step 4's "no Python loops" is behaviour: the worker counts the work each function does at 6 and 48 tokens (line
+"""Step 4's "no Python loops" is behaviour: the worker counts the work each function does at 6 and 24 tokens (line
 events, torch calls, torch operations: grader/worker/counting.py) and a count that grows, or a torch call per
 token, is a loop, whatever its form.
 Each attack here runs in a real worker, in the real sandbox, and scores what its twin scores: a loop loses the loop

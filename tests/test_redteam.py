@@ -1233,7 +1233,7 @@ LOOP_EVASIONS = {
 def test_loops_the_work_counter_misses_still_lose_the_loop_point(tmp_path: Path, name: str) -> None:
     """Each of these runs a loop over the tokens (or over a padded set of rows) and computes the right outputs; the
     book's own loop loses the loop point (4 of 5), and so must these. Both kept it (5 of 5) when the worker only
-    compared its counts at 6 and 12 tokens; now a function making a torch call per token (48 of them at 48 tokens:
+    compared its counts at 6 and 12 tokens; now a function making a torch call per token (24 of them at 24 tokens:
     the padded rows) loops, and tolist counts one call per element it hands to Python (the C iteration). (A loop
     with the counter replaced, sys.modules["grader.worker.counting"].measure, keeps it too, flagged: a worker fact,
     vouched by right outputs.)"""

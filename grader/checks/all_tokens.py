@@ -58,9 +58,9 @@ def _cases(g: Gen) -> dict[str, Case]:
 
 
 # "no Python loops" as behaviour (grader.worker.probes.loops): each function runs at these numbers of tokens, the
-# book's 6 and 8 times as many, and its work must neither grow nor take a torch call per token. No tensor comes back:
+# book's 6 and 4 times as many, and its work must neither grow nor take a torch call per token. No tensor comes back:
 # the counts are facts, believed once the same function's outputs are right (grader.checks.vouching)
-LOOP_SIZES = (6, 48)
+LOOP_SIZES = (6, 24)
 LOOP_CASES = {"loops_scores": "all_attention_scores", "loops_weights": "all_attention_weights",
               "loops_context": "all_context_vectors"}
 LOOP_FIXES = {
@@ -119,26 +119,28 @@ def _check(r: Outcome) -> None:
 
 def _loop_finding(fn: str, work: dict[str, Any]) -> str:
     """What the counts of `fn`'s work at two sizes (grader.worker.probes.loops) say: "" when nothing grew."""
-    if work["tampered"]:
+    if work["tampered"] or len(work["sizes"]) != 2 or len(work["lines"]) not in (2, 4) or any(
+            len(work[k]) != len(work["lines"]) for k in ("calls", "ops")):  # or a report no worker of ours makes
         return _("{name}: the grader could not count its work ({why}), so it cannot tell whether it runs a Python "
-                 "loop").format(name=fn, why=", ".join(_(TAMPERED.get(t, TAMPERED["trace"])) for t in work["tampered"]))
+                 "loop").format(name=fn, why=", ".join(_(TAMPERED.get(t, TAMPERED["trace"]))
+                                                       for t in work["tampered"] or ["trace"]))
     small, large = work["sizes"]
     for measure, what in WORK_MEASURES.items():
         counts = work[measure]
         # small, large, small, large: the first call may pay for a lazy import (it is small, so that never looks
-        # like growth); a loop over the tokens does more at the large size in both pairs (the second is said)
-        for a, b in ((counts[2], counts[3]), (counts[0], counts[1])):
+        # like growth); a loop over the tokens does more at the large size in each pair (the last is said; the worker
+        # stops after the first where it grew)
+        for a, b in reversed(list(zip(counts[0::2], counts[1::2], strict=False))):
             if b > a:
                 return _("{name} runs a Python loop over the tokens (its work grew with num_tokens: {small_count} "
                          "{what} at {small} tokens, {large_count} at {large}); {fix}").format(
                     name=fn, small_count=a, what=_(what), small=small, large_count=b, large=large,
                     fix=_(LOOP_FIXES[fn]))
     # a loop over a fixed number of rows (the inputs padded to it) does the same work at both sizes, but at least as
-    # many torch calls or operations as there are tokens; vectorised code makes a handful at any size
-    most = max(work["calls"][3], work["ops"][3])
-    if most >= large:
-        return _("{name} runs a Python loop ({count} torch calls or operations at {large} tokens, one or more per "
-                 "token); {fix}").format(name=fn, count=most, large=large, fix=_(LOOP_FIXES[fn]))
+    # many torch calls as there are tokens; vectorised code makes a handful at any size
+    if work["calls"][-1] >= large:
+        return _("{name} runs a Python loop ({count} torch calls at {large} tokens, one or more per token); "
+                 "{fix}").format(name=fn, count=work["calls"][-1], large=large, fix=_(LOOP_FIXES[fn]))
     return ""
 
 
