@@ -84,7 +84,7 @@ def readme(script: str, figures: dict[str, str], date: str) -> None:
     block, tail = rest.split(END, 1)
     rows = _rows(block)
     for name, value in figures.items():
-        rows[name] = (value, f"`{script}.py`, {date}")
+        rows[name] = (value, f"`{script}.py`, {date}, load {os.getloadavg()[0]:.1f}")
     table = ["", "| Figure | Now | Measured by |", "|---|---|---|"]
     table += [f"| {name} | {value} | {source} |" for name, (value, source) in rows.items()]
     table.append("")
