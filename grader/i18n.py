@@ -30,6 +30,9 @@ LOCALEDIR = Path(__file__).resolve().parent / "locale"
 LANGS = ("en", "zh")
 
 _current: ContextVar[str] = ContextVar("attn_kata_lang", default="en")
+# the core (engine, runner, checks, diagnoses, flags) words nothing: under `deferred()`, _() and its kin return
+# `Text`, a message that a renderer words in its reader's language (`word`, Report.worded)
+_deferred: ContextVar[bool] = ContextVar("attn_kata_deferred", default=False)
 
 
 def normalise(lang: str | None) -> str:
@@ -68,6 +71,17 @@ def using(lang: str | None) -> Iterator[str]:
         _current.reset(token)
 
 
+@contextlib.contextmanager
+def deferred() -> Iterator[None]:
+    """Run a block that words nothing: _(), fmt(), translate(None, ...), status() and the step titles return `Text`,
+    worded later, at the edge, in the reader's language."""
+    token = _deferred.set(True)
+    try:
+        yield
+    finally:
+        _deferred.reset(token)
+
+
 @functools.cache
 def translations(lang: str) -> gettext.NullTranslations:
     return gettext.translation(DOMAIN, localedir=str(LOCALEDIR), languages=[lang], fallback=True)
@@ -77,6 +91,8 @@ def _(msgid: str) -> str:
     """`msgid` in the current language (the English msgid itself when there is no translation)."""
     if not msgid:
         return msgid  # gettext("") would be the catalogue's header
+    if _deferred.get():
+        return Text(("msg", msgid))
     return translations(current()).gettext(msgid)
 
 
@@ -84,6 +100,8 @@ def translate(lang: str | None, msgid: str) -> str:
     """`msgid` in `lang` (None: the current language)."""
     if not msgid:
         return msgid
+    if lang is None and _deferred.get():
+        return Text(("msg", msgid))
     return translations(current() if lang is None else normalise(lang)).gettext(msgid)
 
 
@@ -113,6 +131,8 @@ def status(value: str) -> str:
 
 def step_name(step: Any, lang: str | None = None) -> str:
     """A step's plain title in `lang` (default: the current language), without its number or section."""
+    if lang is None and _deferred.get():
+        return Text(("call", step_name, (step,)))
     return step.title_zh if normalise(lang or current()) == "zh" else step.title
 
 
@@ -120,10 +140,90 @@ def step_title(step: Any, lang: str | None = None) -> str:
     """A step's title as shown everywhere, one numbering: the step's number and the book's section, e.g.
     "Step 7 · Applying a causal attention mask (§3.5.1)" / "第 7 步 · 应用因果注意力掩码（§3.5.1）". An exercise's
     title names the exercise itself ("Exercise 3.1: …"), so it carries no section."""
+    if lang is None and _deferred.get():
+        return Text(("call", step_title, (step,)))
     section = "" if step.section.startswith("ex.") else step.section
     if normalise(lang or current()) == "zh":
         return f"第 {step.number} 步 · {step.title_zh}" + (f"（§{section}）" if section else "")
     return f"Step {step.number} · {step.title}" + (f" (§{section})" if section else "")
+
+
+class Text(str):
+    """A message not yet worded: a msgid with its parameters, parts joined, a step's title. Its str value is the
+    English text (so logs, comparisons and the English JSON read it as before); `worded(lang)` says it in `lang`.
+
+    Made by _(), fmt(), translate(None, ...) and .format/+ on a Text under `deferred()`; `join` joins a list."""
+
+    node: tuple[Any, ...]
+
+    def __new__(cls, node: tuple[Any, ...]) -> Text:
+        self = super().__new__(cls, _word_node(node, "en"))
+        self.node = node
+        return self
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Text, (self.node,))
+
+    def worded(self, lang: str | None) -> str:
+        return _word_node(self.node, normalise(lang))
+
+    def format(self, *args: Any, **params: Any) -> Text:  # type: ignore[override]
+        return Text(("fmt", self, args, params))
+
+    def __add__(self, other: Any) -> Text:  # type: ignore[override]
+        return Text(("cat", (self, other)))
+
+    def rstrip(self, chars: str | None = None) -> Text:  # type: ignore[override]
+        return Text(("call", _str_method, ("rstrip", self, chars)))
+
+    def replace(self, old: str, new: str, count: int = -1) -> Text:  # type: ignore[override]
+        """`old` replaced in the worded text: `old` is not itself translated (a placeholder, a learner's name)."""
+        return Text(("call", _str_method, ("replace", self, old, new, count)))
+
+    def __radd__(self, other: Any) -> Text:
+        return Text(("cat", (other, self)))
+
+
+def _str_method(name: str, text: Any, *args: Any, lang: str) -> str:
+    return getattr(str(word(text, lang)), name)(*args)
+
+
+def said(exc: BaseException) -> str:
+    """An exception's message, still a `Text` where it was raised with one (str(exc) would be the English)."""
+    return exc.args[0] if len(exc.args) == 1 and isinstance(exc.args[0], str) else str(exc)
+
+
+def word(value: Any, lang: str | None) -> Any:
+    """A `Text` worded in `lang`; a plain value as it is (a str without a msgid is already words)."""
+    return value.worded(lang) if isinstance(value, Text) else value
+
+
+def join(sep: str, parts: Any) -> str:
+    """sep.join(parts), each part worded later if any is a `Text`."""
+    parts = list(parts)
+    if not any(isinstance(p, Text) for p in parts) and not isinstance(sep, Text):
+        return sep.join(parts)
+    out: list[Any] = []
+    for i, p in enumerate(parts):
+        if i:
+            out.append(sep)
+        out.append(p)
+    return Text(("cat", tuple(out)))
+
+
+def _word_node(node: tuple[Any, ...], lang: str) -> str:
+    kind = node[0]
+    if kind == "msg":
+        return translations(lang).gettext(node[1])
+    if kind == "fmt":
+        _kind, base, args, params = node
+        return str(word(base, lang)).format(*(word(a, lang) for a in args),
+                                            **{k: word(v, lang) for k, v in params.items()})
+    if kind == "cat":
+        return "".join(str(word(p, lang)) for p in node[1])
+    if kind == "call":  # a function of (*args, lang): a step's title, a cleaned message
+        return str(node[1](*node[2], lang=lang))
+    raise ValueError(f"not a Text node: {kind!r}")
 
 
 class Msg(Exception):

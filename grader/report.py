@@ -8,6 +8,7 @@ from typing import Any
 
 from grader import limits
 from grader.files import without_surrogates
+from grader.i18n import Text, word
 
 SCHEMA_VERSION = 1
 STATUSES = ("passed", "partial", "failed", "not_started", "error")
@@ -20,9 +21,15 @@ MAX_TEXT = limits.REPORT_TEXT_CHARS
 
 def clean(text: str, limit: int = MAX_TEXT) -> str:
     """Messages may quote learner output: strip control characters, replace lone surrogates with U+FFFD, cap
-    the length."""
+    the length. A `Text` stays one, cleaned once it is worded."""
+    if isinstance(text, Text):
+        return Text(("call", _clean_worded, (text, limit)))
     text = _CONTROL.sub("", without_surrogates(str(text)))
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _clean_worded(text: Text, limit: int, lang: str) -> str:
+    return clean(text.worded(lang), limit)
 
 
 @dataclass
@@ -36,6 +43,9 @@ class CheckResult:
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "score": self.score, "max_score": self.max_score, "passed": self.passed,
                 "message": self.message}
+
+    def worded(self, lang: str | None) -> CheckResult:
+        return CheckResult(word(self.name, lang), self.score, self.max_score, self.passed, word(self.message, lang))
 
 
 @dataclass
@@ -59,6 +69,12 @@ class StepResult:
         return {"id": self.id, "title": self.title, "score": self.score, "max_score": self.max_score,
                 "status": self.status, "checks": [c.to_dict() for c in self.checks], "detail": self.detail,
                 "message": self.message, "diagnoses": [dict(d) for d in self.diagnoses]}
+
+    def worded(self, lang: str | None) -> StepResult:
+        return StepResult(self.id, word(self.title, lang), self.score, self.max_score, self.status,
+                          [c.worded(lang) for c in self.checks], word(self.detail, lang), word(self.message, lang),
+                          [{k: word(v, lang) for k, v in d.items()} for d in self.diagnoses],
+                          [p.worded(lang) if hasattr(p, "worded") else p for p in self.pictures])
 
 
 @dataclass
@@ -84,6 +100,13 @@ class Report:
     @property
     def max_score(self) -> float:
         return round(sum(s.max_score for s in self.steps), 4)
+
+    def worded(self, lang: str | None) -> Report:
+        """This report with every message in `lang` (the engine leaves them unworded: grader.i18n.Text); the JSON
+        of an unworded report is the English one."""
+        return Report(self.submission, [s.worded(lang) for s in self.steps], [word(n, lang) for n in self.notes],
+                      self.grader_version, self.schema_version,
+                      [{k: word(v, lang) for k, v in f.items()} for f in self.flags], self.sandbox)
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -184,7 +184,7 @@ def test_diagnoses_do_not_depend_on_the_secret(name: str) -> None:
 def test_messages_exist_in_both_languages_with_the_book_section() -> None:
     for diag_id in diagnose.messages():
         en = diagnose.message(diag_id, "causal_mask")
-        zh = diagnose.message(diag_id, "causal_mask", "zh")
+        zh = diagnose.message(diag_id, "causal_mask").worded("zh")
         assert "§3.5.1" in en
         assert "见书 §3.5.1" in zh
         assert not re.search(r"[\u4e00-\u9fff]", en), en  # the catalogue, not a fallback, gives each language
@@ -194,7 +194,7 @@ def test_messages_exist_in_both_languages_with_the_book_section() -> None:
 
 def test_report_json_and_table_show_the_diagnosis_in_the_report_language() -> None:
     en = grade(str(BUGGY / "mask_fill_zero.py"), steps=["causal_mask"])
-    zh = grade(str(BUGGY / "mask_fill_zero.py"), steps=["causal_mask"], lang="zh")
+    zh = grade(str(BUGGY / "mask_fill_zero.py"), steps=["causal_mask"]).worded("zh")
     doc = json.loads(reporters.to_json(en))
     assert doc["steps"][0]["diagnoses"] == [{"id": "mask_fill_zero",
                                              "message": diagnose.message("mask_fill_zero", "causal_mask")}]
@@ -233,7 +233,7 @@ def test_every_place_a_learner_reads_carries_the_diagnosis(lang: str) -> None:
     from grader.instructor.gradebook import feedback_text
     from grader.render import html_report
 
-    report = grade(str(BUGGY / "mha_qkv_param_no_scale.py"), steps=["multihead_attention"], lang=lang)
+    report = grade(str(BUGGY / "mha_qkv_param_no_scale.py"), steps=["multihead_attention"]).worded(lang)
     said = [d["message"] for s in report.steps for d in s.diagnoses]
     assert said and all("√d_k" in m for m in said)
     page = html_report.render(report, lang=lang)
@@ -254,7 +254,7 @@ def test_silent_names_in_another_order_are_named_in_the_diagnosis(tmp_path: Path
     p = tmp_path / "kqv.py"
     p.write_text(swapped)
     for lang, words in (("en", "in the order your __init__ defines them"), ("zh", "__init__")):
-        step = grade(p, steps=["multihead_attention"], lang=lang).steps[0]
+        step = grade(p, steps=["multihead_attention"]).worded(lang).steps[0]
         assert step.score < step.max_score
         found = [d for d in step.diagnoses if d["id"] == "roles_by_order"]
         assert found and words in found[0]["message"] and "a.weight" in found[0]["message"], step.diagnoses

@@ -80,7 +80,7 @@ CORRECT_STEPS: dict[str, set[str]] = {
 
 @functools.cache
 def graded(path: str, secret: str = SECRET, lang: str = "en") -> Report:
-    return grade(path, secret=secret, lang=lang)
+    return grade(path, secret=secret).worded(lang)
 
 
 def outcome(report: Report) -> dict[str, dict]:

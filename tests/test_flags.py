@@ -90,7 +90,7 @@ def test_a_flag_is_reported_and_changes_no_score(tmp_path: Path) -> None:
     got = engine.grade(forged, steps=["causal_attention"])
     assert want.flags == [] and got.score == want.score
     assert got.flags and all(f["what"] == "uses the grader's own modules" for f in got.flags)
-    zh = engine.grade(forged, steps=["causal_attention"], lang="zh").to_dict()["flags"]
+    zh = engine.grade(forged, steps=["causal_attention"]).worded("zh").to_dict()["flags"]
     assert zh and all("评分器" in f["what"] for f in zh), zh
 
 
@@ -120,7 +120,7 @@ def test_the_katas_own_scaffolding_raises_no_flag(tmp_path: Path, lang: str, wit
 
     ws = init(tmp_path / "ws", lang=lang, with_notebook=with_notebook)
     target = next(ws.glob("*.ipynb")) if with_notebook else ws
-    assert flags.scan(ingest.read_submission(target), lang) == []
+    assert flags.scan(ingest.read_submission(target)) == []
     # and a real grader import beside it still is one
     extra = tmp_path / "hostile.py"
     extra.write_text("from grader import check\nfrom grader.worker import probes\n", encoding="utf-8")

@@ -33,7 +33,7 @@ PLAIN_LOOP = "import torch\n\ndef all_attention_scores(inputs):\n    return torc
 
 
 def graded(path: Path, lang: str = "en") -> StepResult:
-    return engine.grade(path, steps=["all_tokens"], lang=lang).steps[0]
+    return engine.grade(path, steps=["all_tokens"]).worded(lang).steps[0]
 
 
 def loop_check(step: StepResult) -> tuple[bool, str]:

@@ -202,7 +202,7 @@ class MultiHeadAttention(nn.Module):  # right, but a, b, c, e say nothing of que
 
 def _said_once(path: Path, step: str, cause: str, lang: str = "en") -> None:
     """Exactly one check of `step` says `cause`; every other check that fails points to it, in `lang`."""
-    result = next(s for s in grade(path, steps=[step], lang=lang).steps if s.id == step)
+    result = next(s for s in grade(path, steps=[step]).worded(lang).steps if s.id == step)
     failed = [c for c in result.checks if not c.passed]
     home = [c for c in failed if cause in c.message]
     assert len(home) == 1, [c.message for c in failed]

@@ -66,7 +66,7 @@ def judge(answers: list[tuple[str, dict[str, CaseResult]]]) -> list:
     """Each (step, parsed cases) judged as one submission's step; returns their StepResults."""
     cols = []
     for step, cases in answers:
-        col = Collected("hostile", [BY_ID[step]], "en")
+        col = Collected("hostile", [BY_ID[step]])
         col.learner[step] = cases
         cols.append(col)
     return [r.steps[0] for r in engine.judge(cols, secret=SECRET)]

@@ -8,7 +8,7 @@ The machinery lives in four modules, re-exported here for the step modules:
   vouching      Outcome, proof: the rule that a fact the worker reports counts only once the outputs are right
 
 Check names are msgids marked N_() (translated when the report is built); Failed messages are written
-with grader.i18n._ and run in the report's language (runner.py sets it per job from Outcome.lang).
+with grader.i18n._ and run under i18n.deferred() (runner.py): their messages are worded at the edge (Report.worded).
 
 Checks run under pytest in the trusted process only (grader/grading/runner.py).
 """

@@ -10,7 +10,7 @@ import torch
 
 from grader.checks import JOURNEY, Case, Gen, Outcome, cases, check, diagnosis, expect, hints, pictures
 from grader.checks.common import call
-from grader.i18n import N_, _
+from grader.i18n import N_, _, join
 
 STEP = "all_tokens"
 
@@ -114,7 +114,7 @@ def _check(r: Outcome) -> None:
 def _check(r: Outcome) -> None:
     works = {fn: r.got(case, "work") for case, fn in LOOP_CASES.items()}  # each vouched by fn's right outputs
     found = [_loop_finding(fn, work) for fn, work in works.items()]
-    expect.true(not any(found), "; ".join(f for f in found if f))
+    expect.true(not any(found), join("; ", [f for f in found if f]))
 
 
 def _loop_finding(fn: str, work: dict[str, Any]) -> str:
@@ -122,8 +122,8 @@ def _loop_finding(fn: str, work: dict[str, Any]) -> str:
     if work["tampered"] or len(work["sizes"]) != 2 or len(work["lines"]) not in (2, 4) or any(
             len(work[k]) != len(work["lines"]) for k in ("calls", "ops")):  # or a report no worker of ours makes
         return _("{name}: the grader could not count its work ({why}), so it cannot tell whether it runs a Python "
-                 "loop").format(name=fn, why=", ".join(_(TAMPERED.get(t, TAMPERED["trace"]))
-                                                       for t in work["tampered"] or ["trace"]))
+                 "loop").format(name=fn, why=join(", ", [_(TAMPERED.get(t, TAMPERED["trace"]))
+                                                         for t in work["tampered"] or ["trace"]]))
     small, large = work["sizes"]
     for measure, what in WORK_MEASURES.items():
         counts = work[measure]

@@ -13,7 +13,7 @@ import importlib
 
 from grader.checks.model import CaseResult
 from grader.checks.vouching import NOT_YET, NOT_YET_AFTER
-from grader.i18n import N_, _, translate, using
+from grader.i18n import N_, _, translate
 
 # a step's structure check: where the structural cause is said in full (else the first check that says it)
 STRUCTURE_ATTR = "STRUCTURE_CHECK"
@@ -25,17 +25,17 @@ def structure_check(step: str) -> str | None:
     return getattr(importlib.import_module(f"grader.checks.{step}"), STRUCTURE_ATTR, None)
 
 
-def first(step: str, names: list[str], verdicts: list[tuple[bool, str]], cases: dict[str, CaseResult],
-          lang: str) -> list[tuple[bool, str]]:
-    """`verdicts` (passed, message) of the checks `names` (msgids, in order), with a structural cause said once."""
-    with using(lang):
-        # one cause, however many sizes it is said at (the book's example names its own shapes): by template
-        kinds: dict[str, set[str]] = {}
-        for r in cases.values():
-            if r.status == "wrong_type":
-                kinds.setdefault(r.msgid or r.text(), set()).add(r.text())
-        no_work = _(NOT_YET)
-        _finding, _sep, after = _(NOT_YET_AFTER).partition("{finding}")
+def first(step: str, names: list[str], verdicts: list[tuple[bool, str]],
+          cases: dict[str, CaseResult]) -> list[tuple[bool, str]]:
+    """`verdicts` (passed, message) of the checks `names` (msgids, in order), with a structural cause said once.
+    Messages are compared as their English values (grader.i18n.Text): one wording, whatever the reader's."""
+    # one cause, however many sizes it is said at (the book's example names its own shapes): by template
+    kinds: dict[str, set[str]] = {}
+    for r in cases.values():
+        if r.status == "wrong_type":
+            kinds.setdefault(r.msgid or r.text(), set()).add(r.text())
+    no_work = str(_(NOT_YET))
+    _finding, _sep, after = str(_(NOT_YET_AFTER)).partition("{finding}")
 
     def consequence(msg: str) -> bool:
         """Failed only because no output could be compared: what a fact says waits for a right output."""
@@ -49,7 +49,7 @@ def first(step: str, names: list[str], verdicts: list[tuple[bool, str]], cases: 
     out = list(verdicts)
     for texts in repeated:
         home = next(i for i in order if not verdicts[i][0] and verdicts[i][1] in texts)
-        skipped = translate(lang, SKIPPED).format(check=translate(lang, names[home]))
+        skipped = translate(None, SKIPPED).format(check=translate(None, names[home]))
         for i, (ok, msg) in enumerate(verdicts):
             if i != home and not ok and (msg in texts or consequence(msg)):
                 out[i] = (False, skipped)

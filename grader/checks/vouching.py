@@ -33,7 +33,7 @@ import torch
 
 from grader import limits
 from grader.checks.model import Case, CaseResult, Failed, Waiting, describe_failure
-from grader.i18n import N_, _
+from grader.i18n import N_, _, said
 
 VOUCH_ATOL, VOUCH_RTOL = 1e-5, 1e-4  # as grader.checks.expect.close
 
@@ -71,7 +71,7 @@ def vouched(fn: Callable[[Outcome], None]) -> Callable[[Outcome], None]:
             raise
         except Failed as exc:
             if r.pending:  # the finding, whatever the facts: a forged fact only changes its words
-                raise Failed(_(NOT_YET_AFTER).format(finding=str(exc).rstrip(". 。"))) from None
+                raise Failed(_(NOT_YET_AFTER).format(finding=said(exc).rstrip(". 。"))) from None
             raise
         except Exception:  # an odd fact (its shape is the learner's) before any right output: no finding
             if r.pending:
@@ -93,7 +93,6 @@ class Outcome:
     case_specs: dict[str, Case]
     learner: dict[str, CaseResult]
     reference: dict[str, CaseResult]
-    lang: str = "en"  # the report's language: checks word their messages in it (grader.i18n)
     _behaves: dict[str, bool] = field(default_factory=dict, repr=False)
     reading: set[str] = field(default_factory=set, repr=False)  # the learner's cases read by the current check
     pending: set[str] = field(default_factory=set, repr=False)  # facts read by the current check, not vouched yet

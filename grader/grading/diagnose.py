@@ -25,7 +25,7 @@ import torch
 
 from grader import checks
 from grader.checks import Outcome
-from grader.i18n import N_, _, using
+from grader.i18n import N_, _, deferred
 from grader.registry import BY_ID
 from grader.report import clean
 from grader.worker import roles
@@ -86,10 +86,12 @@ def diagnosed_steps() -> list[str]:
     return [s for s in BY_ID if s in checks.DIAGNOSES]
 
 
-def message(diag_id: str, step: str, lang: str = "en") -> str:
+def message(diag_id: str, step: str) -> str:
+    """A diagnosis's message, unworded (grader.i18n.Text): its reader's language words it."""
     section = BY_ID[step].section
-    with using(lang):
+    with deferred():
         return _("{message} (book §{section})").format(message=_(messages()[diag_id]), section=section)
+
 
 
 # ---------------------------------------------------------------- comparisons
@@ -266,12 +268,12 @@ def ids(outcome: Outcome) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def diagnose(outcome: Outcome, lang: str = "en") -> list[dict[str, str]]:
-    """[{"id", "message"}] for the step of `outcome`, worded in `lang` ("en" or "zh")."""
+def diagnose(outcome: Outcome) -> list[dict[str, str]]:
+    """[{"id", "message"}] for the step of `outcome`, messages unworded (Report.worded words them)."""
     out = []
     for i in ids(outcome):
-        text = message(i, outcome.step, lang)
-        if i == "roles_by_order":
+        text = message(i, outcome.step)
+        if i == "roles_by_order":  # the names are the learner's, never translated
             text = text.replace("{names}", ", ".join(silent_roles(outcome)))
         out.append({"id": i, "message": text})
     return out

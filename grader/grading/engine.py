@@ -211,24 +211,23 @@ def _load_error_text(err: dict[str, Any]) -> str:
     where = where if isinstance(where, dict) else {}
     loc = _(" ({file}, line {line}: `{code}`)").format(file=where.get("file"), line=where.get("line"),
                                                         code=where.get("code", "")) if where else ""
-    return clean(f"{err.get('exception', 'Error')}: {err.get('message', '')}{loc}")
+    return clean(i18n.join("", [f"{err.get('exception', 'Error')}: {err.get('message', '')}", loc]))
 
 
-def _blank(step: Step, status: str, detail: str, message: str, lang: str) -> StepResult:
+def _blank(step: Step, status: str, detail: str, message: str) -> StepResult:
     checks.load_all()  # a submission rejected on reading comes here before anything has loaded the checks
     specs = checks.CHECKS[step.id]
-    return StepResult(step.id, i18n.step_title(step, lang), 0.0, sum(c.points for c in specs), status,
-                      [CheckResult(i18n.translate(lang, c.name), 0.0, c.points, False, message) for c in specs],
+    return StepResult(step.id, i18n.step_title(step), 0.0, sum(c.points for c in specs), status,
+                      [CheckResult(i18n.translate(None, c.name), 0.0, c.points, False, message) for c in specs],
                       detail, message)
 
 
 class Collected:
     """What the worker produced for one submission, before judging."""
 
-    def __init__(self, display: str, step_list: list[Step], lang: str):
+    def __init__(self, display: str, step_list: list[Step]):
         self.display = display
         self.step_list = step_list
-        self.lang = lang
         self.results: dict[str, StepResult] = {}  # steps settled without checks (not started, error)
         self.learner: dict[str, dict[str, CaseResult]] = {}
         self.notes: list[str] = []
@@ -261,18 +260,18 @@ class Started:
     itself and imports the code meanwhile: a batch starts the next submission while the current one runs, so
     that the kernel's work of making a sandbox (namespaces, cgroups: mostly waiting) overlaps with grading."""
 
-    def __init__(self, path: str | Path, steps: Iterable[str] | None, lang: str, config: dict[str, Any] | None,
+    def __init__(self, path: str | Path, steps: Iterable[str] | None, config: dict[str, Any] | None,
                  spawn: bool) -> None:
         self.step_list = [BY_ID[s] for s in steps] if steps else list(STEPS)
-        self.col = Collected(ingest.shown(Path(path).name), self.step_list, lang)  # a non-UTF-8 name escaped
+        self.col = Collected(ingest.shown(Path(path).name), self.step_list)  # a non-UTF-8 name escaped
         self.sub: ingest.Submission | None = None
         self.units: list[tuple[str, str, str]] = []
         self.worker: Worker | None = None
-        with i18n.using(lang):
+        with i18n.deferred():  # its messages are worded at the edge (Report.worded)
             try:
                 self.sub = ingest.read_submission(path)
             except ingest.SubmissionError as exc:
-                self.col.results = {s.id: _blank(s, "error", "rejected_input", clean(str(exc)), lang)
+                self.col.results = {s.id: _blank(s, "error", "rejected_input", clean(i18n.said(exc)))
                                     for s in self.step_list}
                 return
         self.col.notes = list(self.sub.notes)
@@ -281,7 +280,7 @@ class Started:
             with contextlib.suppress(InfrastructureError):  # collect() tries again, and says why if it fails
                 self.worker = Worker(self.units, worker_config(config or {}, None))
         # the flags read the text alone, here while the worker confines itself and imports the code
-        self.col.flags = flags.scan(self.sub, lang)
+        self.col.flags = flags.scan(self.sub)
 
     def close(self) -> None:
         """Stop a worker that was never used (the batch ended early)."""
@@ -290,24 +289,25 @@ class Started:
             self.worker = None
 
 
-def start(path: str | Path, *, steps: Iterable[str] | None = None, lang: str = "en",
+def start(path: str | Path, *, steps: Iterable[str] | None = None,
           config: dict[str, Any] | None = None) -> Started:
     """Read the submission and start its worker now; `collect(path, started=...)` asks it later. Never raises
     for the submission."""
-    return Started(path, steps, lang, config, spawn=True)
+    return Started(path, steps, config, spawn=True)
 
 
 def collect(path: str | Path, *, steps: Iterable[str] | None = None, secret: str | None = None,
-            timeout: float = DEFAULT_TIMEOUT, lang: str = "en", config: dict[str, Any] | None = None,
+            timeout: float = DEFAULT_TIMEOUT, config: dict[str, Any] | None = None,
             started: Started | None = None) -> Collected:
     """Run the submission's code in a worker and gather its outputs. Never raises for the submission.
-    `started`: what `start` made of this very path, with the same steps, lang and config."""
-    with i18n.using(lang):  # the messages written here are in the report's language
-        return _collect(started or Started(path, steps, lang, config, spawn=False), secret=secret,
-                        timeout=timeout, lang=lang, config=config)
+    `started`: what `start` made of this very path, with the same steps and config. Its messages are unworded
+    (grader.i18n.Text): the reader's language words them (Report.worded)."""
+    with i18n.deferred():
+        return _collect(started or Started(path, steps, config, spawn=False), secret=secret,
+                        timeout=timeout, config=config)
 
 
-def _collect(started: Started, *, secret: str | None, timeout: float, lang: str,
+def _collect(started: Started, *, secret: str | None, timeout: float,
              config: dict[str, Any] | None) -> Collected:
     col, step_list, units = started.col, started.step_list, started.units
     plans, refs = prepared(resolve_secret(secret))
@@ -328,7 +328,7 @@ def _collect(started: Started, *, secret: str | None, timeout: float, lang: str,
             msg = _("not run: this submission used up its time budget ({budget:g} s for all steps)").format(
                 budget=budget)
             for s in todo:
-                col.results[s.id] = _blank(s, "error", "timeout", msg, lang)
+                col.results[s.id] = _blank(s, "error", "timeout", msg)
             break
         # the first pass: the one started
         worker, started.worker = started.worker or Worker(units, worker_config(config, secret)), None
@@ -358,7 +358,7 @@ def _collect(started: Started, *, secret: str | None, timeout: float, lang: str,
                 if reason == "timeout" and left < LOAD_TIMEOUT:
                     msg = over_budget
                 for s in todo:
-                    col.results.setdefault(s.id, _blank(s, "error", reason, msg, lang))
+                    col.results.setdefault(s.id, _blank(s, "error", reason, msg))
                 break
             if deadline is None:
                 deadline = time.monotonic() + budget
@@ -369,9 +369,9 @@ def _collect(started: Started, *, secret: str | None, timeout: float, lang: str,
                 if any(n in names for n in step.names):
                     asked.append(step)
                 elif err and _mentions(sub, unit, step.names):
-                    col.results[step.id] = _blank(step, "error", "import_error", _load_error_text(err), lang)
+                    col.results[step.id] = _blank(step, "error", "import_error", _load_error_text(err))
                 else:
-                    col.results[step.id] = _blank(step, "not_started", "not_started", _("not started"), lang)
+                    col.results[step.id] = _blank(step, "not_started", "not_started", _("not started"))
             todo = []
             worker.send_all([requests[s.id] for s in asked])  # answers stream back, one per step
             for i, step in enumerate(asked):
@@ -385,7 +385,7 @@ def _collect(started: Started, *, secret: str | None, timeout: float, lang: str,
                         timeout=timeout, detail=exc.detail)
                     if exc.reason == "timeout" and left < timeout:
                         msg = over_budget
-                    col.results[step.id] = _blank(step, "error", DETAIL_FOR_LOSS[exc.reason], msg, lang)
+                    col.results[step.id] = _blank(step, "error", DETAIL_FOR_LOSS[exc.reason], msg)
                     todo = asked[i + 1:]  # the next pass, in a new worker, starts after it
                     break
                 _note_dropped(col, doc)
@@ -393,9 +393,12 @@ def _collect(started: Started, *, secret: str | None, timeout: float, lang: str,
                     shapes = _first_shapes(tensors, refs[step.id])
                     tensors, doc = {}, _oversized_answer(plans[step.id], *oversized, shapes)  # let go of them now
                 cases = _parse_response(plans[step.id], tensors, doc)
+                if oversized:  # the wire takes plain text: the message goes back to its unworded form
+                    for r in cases.values():
+                        r.message = clean(_oversized_message(*oversized, shapes))
                 if all(r.status == "not_started" for r in cases.values()):
                     col.results[step.id] = _blank(step, "not_started", "not_implemented",
-                                                  _("raises NotImplementedError"), lang)
+                                                  _("raises NotImplementedError"))
                 else:
                     col.learner[step.id] = cases
         finally:
@@ -434,13 +437,19 @@ def _oversized_answer(cases: dict[str, Case], got: int, want: int,
                       shapes: tuple[str, str] | None = None) -> dict[str, Any]:
     """The answer put in the place of one too large to keep: every case a wrong type that says why, with the first
     output's shape against the reference's where they differ (exercise 3.3 built with the wrapper: 12 × 768)."""
+    return {"cases": {name: {"status": "wrong_type", "message": str(_oversized_message(got, want, shapes))}
+                      for name in cases}}
+
+
+def _oversized_message(got: int, want: int, shapes: tuple[str, str] | None) -> str:
+    """Why the answers were let go (unworded under i18n.deferred: the wire takes the English, the report this)."""
     if shapes:
         message = _("the answers hold {got:,} numbers, far more than this step's {want:,}: an output has shape "
                     "{shape}, expected {expected}").format(got=got, want=want, shape=shapes[0], expected=shapes[1])
     else:
         message = _("the answers hold {got:,} numbers, far more than this step's {want:,}: does a function return "
                     "the wrong tensor?").format(got=got, want=want)
-    return {"cases": {name: {"status": "wrong_type", "message": message} for name in cases}}
+    return message
 
 
 def _note_dropped(col: Collected, doc: Any) -> None:
@@ -450,9 +459,9 @@ def _note_dropped(col: Collected, doc: Any) -> None:
         col.notes.append(note)
 
 
-def _detail(cases: dict[str, CaseResult], lang: str = "en") -> tuple[str, str]:
-    """Why a judged step lost points, from what its cases did (worst first), worded in `lang`."""
-    with i18n.using(lang):
+def _detail(cases: dict[str, CaseResult]) -> tuple[str, str]:
+    """Why a judged step lost points, from what its cases did (worst first), unworded."""
+    with i18n.deferred():
         return _detail_text(cases)
 
 
@@ -474,9 +483,12 @@ def _detail_text(cases: dict[str, CaseResult]) -> tuple[str, str]:
     return "wrong_answer", ""
 
 
+@i18n.deferred()
 def judge(collected: list[Collected], *, secret: str | None = None, with_pictures: bool = False) -> list[Report]:
     """Run the checks on many submissions' outputs in one pytest session (trusted process only). `with_pictures`:
-    each step also carries the matrices of its picture cases, both sides' (StepResult.pictures, grading.pictures)."""
+    each step also carries the matrices of its picture cases, both sides' (StepResult.pictures, grading.pictures).
+    The reports' messages are unworded (grader.i18n.Text): `Report.worded(lang)` says them in the reader's language;
+    their JSON as they are is the English report."""
     plans, stand_in_results = prepared(resolve_secret(secret))
     chosen: dict[tuple[int, str], dict[str, CaseResult]] = {}  # (submission, step) -> the reference results it meets
     jobs = []
@@ -486,7 +498,7 @@ def judge(collected: list[Collected], *, secret: str | None = None, with_picture
             if BY_ID[sid].uses:  # built on the stand-ins, or on code of its own (real earlier steps)
                 refs = _matching(cases, refs, functools.partial(prepared_own_build, resolve_secret(secret), sid))
             chosen[i, sid] = refs
-            outcome = Outcome(sid, plans[sid], cases, refs, lang=col.lang)
+            outcome = Outcome(sid, plans[sid], cases, refs)
             jobs.append((f"{i}::{sid}", checks.CHECKS[sid], outcome))
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # the checks touch small tensors: threads cost more than they bring
@@ -501,22 +513,22 @@ def judge(collected: list[Collected], *, secret: str | None = None, with_picture
             v = verdicts[f"{i}::{sid}"]
             specs = checks.CHECKS[sid]
             # a structural cause (heads in a plain list, parameters that match no role) is said once (issue 12)
-            said = structure.first(sid, [c.name for c in specs], [v[c.key] for c in specs], col.learner[sid], col.lang)
-            crs = [CheckResult(i18n.translate(col.lang, c.name), c.points if ok else 0.0, c.points, ok, msg)
+            said = structure.first(sid, [c.name for c in specs], [v[c.key] for c in specs], col.learner[sid])
+            crs = [CheckResult(i18n.translate(None, c.name), c.points if ok else 0.0, c.points, ok, msg)
                    for c, (ok, msg) in zip(specs, said, strict=True)]
             score = sum(c.score for c in crs)
             total = sum(c.max_score for c in crs)
             status = "passed" if score == total else "failed" if score == 0 else "partial"
-            detail, message = _detail(col.learner[sid], col.lang) if status != "passed" else ("passed", "")
-            results[sid] = StepResult(sid, i18n.step_title(BY_ID[sid], col.lang), score, total, status, crs, detail,
+            detail, message = _detail(col.learner[sid]) if status != "passed" else ("passed", "")
+            results[sid] = StepResult(sid, i18n.step_title(BY_ID[sid]), score, total, status, crs, detail,
                                       message)
             if status != "passed":  # name the classic mistake the outputs show, if any
                 results[sid].diagnoses = diagnose.diagnose(
-                    Outcome(sid, plans[sid], col.learner[sid], chosen[i, sid]), col.lang)
+                    Outcome(sid, plans[sid], col.learner[sid], chosen[i, sid]))
         if with_pictures:  # against the stand-ins' results, whatever the step was judged against
             for step in col.step_list:
                 results[step.id].pictures = pictures.of_step(step, col.learner.get(step.id), col.results.get(step.id),
-                                                             stand_in_results.get(step.id, {}), col.lang)
+                                                             stand_in_results.get(step.id, {}))
         reports.append(Report(col.display, [results[s.id] for s in col.step_list], notes=col.notes, flags=col.flags,
                               grader_version=version, sandbox=col.sandbox))
     return reports
@@ -532,5 +544,6 @@ def grade_many(paths: Iterable[str | Path], **kwargs: Any) -> list[Report]:
 def grade(path: str | Path, **kwargs: Any) -> Report:
     """Grade one submission. Never raises for anything the submission does.
 
-    Keyword arguments: steps, secret, timeout, lang, config (see `collect`); pictures (see `grade_many`)."""
+    Keyword arguments: steps, secret, timeout, config (see `collect`); pictures (see `grade_many`). Its messages are
+    unworded: `grade(...).worded(lang)` for a reader of `lang`."""
     return grade_many([path], **kwargs)[0]

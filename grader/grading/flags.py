@@ -16,7 +16,7 @@ import re
 from typing import Any
 
 from grader.grading.ingest import Submission
-from grader.i18n import N_, translate
+from grader.i18n import N_, deferred, translate
 
 GRADER = N_("uses the grader's own modules")
 SCAFFOLDING = frozenset({"check"})  # what the kata's generated notebooks import from `grader` (learner/init.py)
@@ -80,8 +80,8 @@ def may_store(text: str) -> bool:
 ALLOWED_STORES = ("torch.backends.",)
 
 
-def scan(sub: Submission, lang: str = "en") -> list[dict[str, str]]:
-    """[{"where": "cell 3, line 2", "what": ...}], one per sign and place, in the report's language."""
+def scan(sub: Submission) -> list[dict[str, str]]:
+    """[{"where": "cell 3, line 2", "what": ...}], one per sign and place, unworded (grader.i18n.Text)."""
     out: list[dict[str, str]] = []
     seen: set[tuple[Any, ...]] = set()
     for unit in sub.units:
@@ -97,8 +97,10 @@ def scan(sub: Submission, lang: str = "en") -> list[dict[str, str]]:
                 key = (unit.label, line, msgid, tuple(sorted(params.items())))
                 if key not in seen:
                     seen.add(key)
-                    out.append({"where": translate(lang, N_("{unit}, line {line}")).format(unit=unit.label, line=line),
-                                "what": translate(lang, msgid).format(**params)})
+                    with deferred():
+                        out.append({"where": translate(None, N_("{unit}, line {line}")).format(unit=unit.label,
+                                                                                               line=line),
+                                    "what": translate(None, msgid).format(**params)})
     return out
 
 

@@ -141,8 +141,8 @@ def grade(path: str | Path, *, steps: list[str] | None = None, secret: str | Non
     if not wanted():
         from grader.grading import engine
 
-        return engine.grade(path, steps=steps, secret=secret, timeout=timeout, lang=lang, config=config,
-                            pictures=pictures)
+        return engine.grade(path, steps=steps, secret=secret, timeout=timeout, config=config,
+                            pictures=pictures).worded(lang)
     settings = {"path": os.fsdecode(path), "steps": list(steps) if steps else None, "secret": resolve_secret(secret),
                 "timeout": timeout, "lang": lang, "config": config or {}, "env": settings_env(), "cwd": os.getcwd(),
                 "pictures": pictures}
@@ -192,13 +192,13 @@ def grading_process(fd: int) -> None:
         config.setdefault("require_strong", engine.strong_required(config, secret))
         # engine.grade, with the worker started first (as a batch does): it confines itself and imports the
         # submission while this process imports the reference and computes its results
-        started = engine.start(path, steps=steps, lang=lang, config=config)
+        started = engine.start(path, steps=steps, config=config)
         try:
-            col = engine.collect(path, steps=steps, secret=secret, timeout=settings["timeout"], lang=lang,
-                                 config=config, started=started)
+            col = engine.collect(path, steps=steps, secret=secret, timeout=settings["timeout"], config=config,
+                                 started=started)
         finally:
             started.close()
-        report = engine.judge([col], secret=secret, with_pictures=bool(settings.get("pictures")))[0]
+        report = engine.judge([col], secret=secret, with_pictures=bool(settings.get("pictures")))[0].worded(lang)
         answer: dict[str, Any] = {"report": report.to_dict()}
         if settings.get("pictures"):
             answer["pictures"] = {s.id: [plain_matrix(m) for m in s.pictures] for s in report.steps if s.pictures}

@@ -7,7 +7,7 @@ never written to the JSON report); grader/render draws them, and never grades. T
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
@@ -40,7 +40,10 @@ class Matrix:
     label: str
     want: torch.Tensor
     got: torch.Tensor | None
-    note: str = ""  # why `got` is missing, or that its shape differs
+    note: str = ""  # why `got` is missing, or that its shape differs (a grader.i18n.Text, worded by `worded`)
+
+    def worded(self, lang: str | None) -> Matrix:
+        return replace(self, note=i18n.word(self.note, lang))
 
     @property
     def comparable(self) -> bool:
@@ -77,12 +80,12 @@ class Matrix:
         return max(max(vals), 1e-12)
 
 
-def of_step(step: Step, learner: dict[str, CaseResult] | None, settled: Any, ref: dict[str, CaseResult],
-            lang: str) -> list[Matrix]:
+def of_step(step: Step, learner: dict[str, CaseResult] | None, settled: Any,
+            ref: dict[str, CaseResult]) -> list[Matrix]:
     """The matrices of `step`'s picture cases: the learner's results (None when the step was settled without
-    them, `settled` its StepResult then, or None), the reference's; notes in `lang`."""
+    them, `settled` its StepResult then, or None), the reference's; notes unworded (Matrix.worded)."""
     out = []
-    with i18n.using(lang):
+    with i18n.deferred():
         _ = i18n._
         for case, label in checks.PICTURES.get(step.id, {}).items():
             ref_case = ref.get(case)

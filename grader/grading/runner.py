@@ -44,7 +44,7 @@ class KataPlugin:
     def judge(self, item: Item) -> None:
         failed = 0
         for key, specs, outcome in item[1]:
-            with i18n.using(outcome.lang):  # the checks word their messages in the report's language
+            with i18n.deferred():  # the checks word nothing: their messages are worded at the edge (Report.worded)
                 failed += self._judge(key, specs, outcome)
         if failed:  # so pytest's own report of the item is truthful too; pytrace=False: no traceback, and
             # no repr of the arguments (tensors), which cost ~90 ms per failed item
@@ -57,7 +57,7 @@ class KataPlugin:
                 spec.fn(outcome)
                 verdicts[spec.key] = (True, "")
             except Failed as exc:
-                verdicts[spec.key] = (False, clean(str(exc)))
+                verdicts[spec.key] = (False, clean(i18n.said(exc)))
             except Exception as exc:  # a check must explain itself; anything else is the grader's own bug
                 verdicts[spec.key] = (False, clean(_("internal grader error: {exception}: {message}").format(
                     exception=type(exc).__name__, message=exc)))
@@ -94,8 +94,8 @@ def run_jobs(jobs: list[Job]) -> dict[str, dict[str, tuple[bool, str]]]:
             "-p", "no:terminal"]
     with _isolated_env(), contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         pytest.main(args, plugins=[plugin])
-    for key, specs, outcome in jobs:  # a check pytest never ran (collection trouble) counts as failed, visibly
+    for key, specs, _outcome in jobs:  # a check pytest never ran (collection trouble) counts as failed, visibly
         for c in specs:
             plugin.verdicts.setdefault(key, {}).setdefault(
-                c.key, (False, i18n.translate(outcome.lang, N_("internal grader error: check did not run"))))
+                c.key, (False, i18n.Text(("msg", N_("internal grader error: check did not run")))))
     return plugin.verdicts

@@ -122,7 +122,7 @@ def _start(job: tuple[int, str]) -> Any:
     from grader.grading import engine
 
     try:
-        return engine.start(job[1], steps=_GRADE_ARGS.get("steps"), lang=_GRADE_ARGS["lang"], config=_config())
+        return engine.start(job[1], steps=_GRADE_ARGS.get("steps"), config=_config())
     except Exception:  # a grader bug: _collect_one meets it again, and reports it
         return None
 
@@ -136,8 +136,7 @@ def _collect_one(job: tuple[int, str], started: Any = None) -> tuple[int, Any, s
     start = time.monotonic()
     try:
         col = engine.collect(path, steps=_GRADE_ARGS.get("steps"), secret=_GRADE_ARGS["secret"],
-                             timeout=_GRADE_ARGS["timeout"], lang=_GRADE_ARGS["lang"], config=_config(),
-                             started=started)
+                             timeout=_GRADE_ARGS["timeout"], config=_config(), started=started)
         return i, col, "", time.monotonic() - start
     except WeakSandbox:
         raise
@@ -177,7 +176,9 @@ def _grade_chunk(chunk: list[tuple[int, str]]) -> list[tuple[int, dict[str, Any]
         return [(i, None, err or e, secs) for i, _, e, secs in done]
     share = (time.monotonic() - start) / max(1, len(ok))
     out = [(i, None, err, secs) for i, col, err, secs in done if col is None]
-    out += [(i, rep.to_dict(), "", secs + share) for (i, _, secs), rep in zip(ok, reports, strict=True)]
+    # worded here, in the batch's language, before the report leaves as JSON (the index keeps it so)
+    out += [(i, rep.worded(_GRADE_ARGS["lang"]).to_dict(), "", secs + share)
+            for (i, _, secs), rep in zip(ok, reports, strict=True)]
     return out
 
 

@@ -131,7 +131,7 @@ def grade_sources(sources: list[str], steps: list[str], secret: str | None = Non
         path.write_text(notebook_json(sources), encoding="utf-8")
         with warnings.catch_warnings(), contextlib.redirect_stderr(io.StringIO()):
             warnings.simplefilter("ignore")
-            return grade(path, steps=steps, secret=secret, lang=lang)
+            return grade(path, steps=steps, secret=secret).worded(lang)
 
 
 def grade_sources_with_matrices(sources: list[str], steps: list[str] | None, secret: str | None = None,
@@ -146,7 +146,7 @@ def grade_sources_with_matrices(sources: list[str], steps: list[str] | None, sec
         path.write_text(notebook_json(sources), encoding="utf-8")
         with warnings.catch_warnings(), contextlib.redirect_stderr(io.StringIO()):
             warnings.simplefilter("ignore")
-            report = engine.grade(path, steps=steps, secret=secret, lang=lang, pictures=True)
+            report = engine.grade(path, steps=steps, secret=secret, pictures=True).worded(lang)
             return report, heatmap.of_report(report)
 
 

@@ -157,8 +157,8 @@ class Watcher:
         step = self.step
         start = time.monotonic()
         try:
-            report = engine.grade(graded(self.ws), steps=[step.id], timeout=self.timeout, lang=self.lang,
-                                  secret=self.secret, pictures=True)
+            report = engine.grade(graded(self.ws), steps=[step.id], timeout=self.timeout, secret=self.secret,
+                                  pictures=True).worded(self.lang)
             mats = heatmap.of_report(report)
         except Exception as exc:  # the grader's own trouble (never the submission's): say so, keep watching
             self.say("error", "red", err=f"{type(exc).__name__}: {exc}")
