@@ -404,6 +404,30 @@ def test_the_program_denies_each_listed_call_and_nothing_else(machine: str) -> N
     for op in range(14):
         assert _run(prog, table.futex, arch, (0, op | 128)) == seccomp.RET_ALLOW, op
         assert _run(prog, table.futex, arch, (0, op)) == EPERM, op
+    # signals: kill to its own group (0), and, once install() has written the worker's pid in, to itself or -itself;
+    # every other target refused (-1: every process the uid may signal), by every call that sends one
+    kill, tkill, tgkill, sigqueue, tgsigqueue = table.signals
+    assert _run(prog, kill, arch, (0, 9)) == seccomp.RET_ALLOW
+    for target in (-1, 1, 4242, seccomp.SELF_PID - 2, -4242):
+        assert _run(prog, kill, arch, (target & 0xFFFF_FFFF_FFFF_FFFF, 9)) == EPERM, target
+    for nr, args in ((tkill, (4242, 9)), (tgkill, (4242, 4242, 9)), (sigqueue, (4242, 9, 0)),
+                     (tgsigqueue, (4242, 4242, 9, 0)), (seccomp.PIDFD_SEND_SIGNAL, (3, 9, 0, 0))):
+        assert _run(prog, nr, arch, args) == EPERM, nr
+    def as_installed(pid: int) -> list[tuple[int, int, int, int]]:
+        values = seccomp.self_values(pid)
+        return [(op, jt, jf, values.get(k, k) if op == seccomp.JEQ_K else k) for op, jt, jf, k in prog]
+
+    mine = as_installed(4242)
+    # alone in its PID namespace a worker is pid 1: kill(-1) stays refused (it means every process, not group 1)
+    assert _run(as_installed(1), kill, arch, (-1 & 0xFFFF_FFFF_FFFF_FFFF, 9)) == EPERM
+    assert _run(as_installed(1), kill, arch, (1, 0)) == seccomp.RET_ALLOW
+    for nr, args in ((kill, (4242, 9)), (kill, (-4242 & 0xFFFF_FFFF_FFFF_FFFF, 9)), (kill, (0, 9)),
+                     (kill, (4242 | 1 << 40, 0)), (tkill, (4242, 9)), (tgkill, (4242, 4243, 9)),
+                     (sigqueue, (4242, 9, 0)), (tgsigqueue, (4242, 4243, 9, 0))):
+        assert _run(mine, nr, arch, args) == seccomp.RET_ALLOW, (nr, args)
+    for nr, args in ((kill, (4243, 9)), (kill, (-1 & 0xFFFF_FFFF_FFFF_FFFF, 9)), (tgkill, (4243, 4242, 9)),
+                     (tkill, (1, 9))):
+        assert _run(mine, nr, arch, args) == EPERM, (nr, args)
     assert _run(prog, 0, 0x40000003) == EPERM  # i386: a foreign ABI, nothing at all
     if machine == "x86_64":
         assert _run(prog, 0x40000000 | 1, arch) == EPERM  # x32
@@ -534,3 +558,52 @@ def test_no_memfd_exec_namespace_or_shared_futex(tmp_path: Path) -> None:
     said = " ".join(c.message for c in weak.steps[0].checks)
     for name in ("memfd", "exec", "shared futex"):  # clone(CLONE_NEWUSER) depends on the kernel's settings
         assert name in said, said
+
+
+SIGNALLER = """
+import os, signal, threading
+
+def _got_through():
+    got, me = [], os.getpid()
+    os.kill(me, 0)  # itself, its own group and its own threads: allowed
+    os.kill(0, 0)
+    signal.pthread_kill(threading.get_ident(), 0)
+    for name, target in (("every process (-1)", -1), ("the grader", os.getppid())):
+        if target in (0, 1):  # in a PID namespace its parent is invisible (0), and 1 is itself
+            continue
+        try:
+            os.kill(target, 0)  # signal 0: proves it could send any, harms nothing
+            got.append(name)
+        except OSError:
+            pass
+    return got
+
+GOT = _got_through()
+
+def attention_scores(inputs, query):
+    out = inputs @ query
+    if GOT:
+        raise RuntimeError("got through: " + ", ".join(GOT))
+    return out
+"""
+
+
+def test_no_worker_signals_a_process_but_itself(tmp_path: Path) -> None:
+    """Red team 15: where a grader is not root its workers share its uid, and before Linux 6.12 Landlock cannot
+    scope signals, so `os.kill(-1, SIGKILL)` ended the grade and a classmate's worker. The filter refuses a signal
+    to anything but the worker itself and its own group. Landlock's scope is left off here (as on such a kernel):
+    the attack scores as its honest twin; with the filter off too, where the worker shares the grader's uid (no
+    PID namespace), the signal gets through and the step says so."""
+    from grader.grading import engine
+
+    sub = tmp_path / "signaller.py"
+    sub.write_text(SIGNALLER, encoding="utf-8")
+    report = engine.grade(sub, steps=["dot_scores"], config={"skip_layers": ["landlock_signals"]})
+    assert report.steps[0].status == "passed", [c.message for c in report.steps[0].checks]
+    assert "seccomp_no_signals_out" in report.sandbox["layers"]
+    weak = engine.grade(sub, steps=["dot_scores"], config={"skip_layers": ["seccomp", "landlock_signals"],
+                                                             "require_strong": False})
+    if os.geteuid() == 0:  # its worker is alone in a PID namespace: nothing to reach
+        return
+    said = " ".join(c.message for c in weak.steps[0].checks)
+    assert "every process (-1)" in said and "the grader" in said, said

@@ -164,19 +164,20 @@ def attention_scores(inputs, query):
             return 0.0 if fn() is not False else 1.0
         except (OSError, MemoryError):
             return 1.0
-    def fork_many():
+    def fork_many():  # each child waits for the pipe to close (a worker may signal no process but itself)
         pids = []
         try:
+        r, w = os.pipe()
             for _ in range(64):
                 pid = os.fork()
                 if pid == 0:
-                    import time
-                    time.sleep(2)
+                    os.close(w)
+                    os.read(r, 1)
                     os._exit(0)
                 pids.append(pid)
         finally:
             for pid in pids:
-                os.kill(pid, 9)
+            os.close(w)
                 os.waitpid(pid, 0)
     def allocate():
         block = bytearray(3 << 30)
@@ -197,16 +198,19 @@ def attention_scores(inputs, query):
         pids, got, dead = [], 0, set()
         r, w = os.pipe()
         for _ in range(5):
+        release_r, release_w = os.pipe()  # closed to end the children: a worker signals no process but itself
             pid = os.fork()
             if pid == 0:
                 block = bytearray(400 << 20)
+                os.close(release_w)
                 block[::4096] = b"x" * len(block[::4096])
                 os.write(w, b"1")
-                time.sleep(30)
+                select.select([release_r], [], [], 30)
                 os._exit(0)
             pids.append(pid)
         os.close(w)
         def reap():  # the children that died (the OOM killer's victims), each reaped once
+        os.close(release_r)
             dead.update(p for p in pids if p not in dead and os.waitpid(p, os.WNOHANG)[0])
         deadline = time.monotonic() + 20
         while got < 5 and len(dead) < 5 and time.monotonic() < deadline:
@@ -220,8 +224,8 @@ def attention_scores(inputs, query):
         # held only if all five live at once: the OOM killer may take a child that had already reported its pages
         held = got == 5 and not dead
         for pid in pids:
+        os.close(release_w)
             if pid not in dead:
-                os.kill(pid, 9)
                 os.waitpid(pid, 0)
         return held or False
     def chown_own_file():
@@ -399,8 +403,8 @@ LAYERS = (
     Layer("kata files unreadable (Landlock)", ("landlock_filesystem",),
           "read solutions/ from disk; open a terminal of the grader's user (/dev/pts)", True),
     Layer("writes only in its own folder (Landlock)", ("landlock_filesystem",), "write a file outside its folder"),
-    Layer("cannot signal the grader (PID namespace, Landlock scope or other user)",
-          ("pid_namespace", "landlock_signal_scope", "unprivileged_user"), "send a signal to the grader process"),
+    Layer("cannot signal the grader (PID namespace, Landlock scope or seccomp)",
+          ("pid_namespace", "landlock_signal_scope", "seccomp_no_signals_out"), "send a signal to the grader process"),
     Layer("process count capped (pids cgroup or RLIMIT_NPROC)", ("pids_cgroup", "unprivileged_user"),
           "fork 64 processes"),
     Layer("memory limit (RLIMIT_AS)", ("rlimits",), "allocate 3 GiB"),

@@ -23,7 +23,9 @@ from grader.settings import backend
 REQUIRED_LAYERS: dict[str, tuple[str, ...]] = {
     "kata files and /proc unreadable (Landlock)": ("landlock_filesystem",),
     "no capabilities": ("no_capabilities", "unprivileged_user"),
-    "cannot signal other processes": ("pid_namespace", "landlock_signal_scope", "unprivileged_user"),
+    # another uid is not enough: a grader that is not root gives its workers its own uid, and before Linux 6.12
+    # Landlock cannot scope signals (red team 15: `os.kill(-1, SIGKILL)` ended the grade and a classmate's worker)
+    "cannot signal other processes": ("pid_namespace", "landlock_signal_scope", "seccomp_no_signals_out"),
     "no new sockets (seccomp)": ("seccomp_no_sockets",),
     "disk use capped (private tmpfs, or no file writes)": ("private_tmpfs", "landlock_no_file_writes"),
     # where a grader is not root there is no IPC namespace: seccomp refuses every System V and POSIX IPC call
@@ -63,6 +65,8 @@ FIXES: dict[str, str] = {
     "nothing shared between workers (IPC namespace)": "run the batch as root, or a kernel with seccomp filters "
     "(CONFIG_SECCOMP_FILTER), or grade each submission in a container of its own",
     "no chmod, chown, xattr, utime or locks (seccomp)": "a kernel with seccomp filters (CONFIG_SECCOMP_FILTER)",
+    "cannot signal other processes": "run the batch as root (each worker gets a PID namespace), or a kernel with "
+    "seccomp filters (CONFIG_SECCOMP_FILTER), or Linux 6.12+ (Landlock scopes signals)",
     "cannot change other processes' limits or scheduling": "run the batch as root, or a kernel with seccomp "
     "filters (CONFIG_SECCOMP_FILTER)",
     "runs as a uid that owns nothing outside its work dir": "run the batch as root (its workers then run as "

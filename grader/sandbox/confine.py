@@ -170,7 +170,7 @@ def confine(config: dict[str, Any]) -> None:
     no_writes = not tmpfs and config.get("no_file_writes") is True
     writable = [os.devnull] if no_writes else [workdir, os.devnull]
     ruleset, promised = (-1, dict(landlock.NONE)) if "landlock" in skip else landlock.prepare(
-        read=[*readable_paths(), workdir], write=writable)
+        read=[*readable_paths(), workdir], write=writable, scope_signals="landlock_signals" not in skip)
     if nobody:  # after the namespaces and cgroups (they need root's capabilities)
         _become_nobody(workdir, tmpfs)
     owns_nothing = _owns_nothing_outside(grader_uid, grader_gid)
@@ -212,6 +212,8 @@ def confine(config: dict[str, Any]) -> None:
         "seccomp_no_ipc": filtered.get("seccomp_no_ipc", False),  # System V and POSIX IPC refused
         # another process's limits, nice value, scheduling, I/O priority: refused (its own allowed)
         "seccomp_no_process_changes": filtered.get("seccomp_no_process_changes", False),
+        # a signal to any process but itself and its own group: refused (kill, tgkill, ..., pidfd_send_signal)
+        "seccomp_no_signals_out": filtered.get("seccomp_no_signals_out", False),
         "landlock_filesystem": enforced["filesystem"],
         "landlock_no_tcp": enforced["tcp"],
         "landlock_signal_scope": enforced["signals"],

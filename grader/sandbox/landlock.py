@@ -47,14 +47,17 @@ def _fs_rights(version: int) -> int:
 NONE = {"filesystem": False, "tcp": False, "signals": False}
 
 
-def prepare(read: list[str], write: list[str]) -> tuple[int, dict[str, bool]]:
+def prepare(read: list[str], write: list[str], scope_signals: bool = True) -> tuple[int, dict[str, bool]]:
     """Build the ruleset (paths are opened now, while the worker may still be root). Returns (fd, what
-    it will enforce); fd is -1 when Landlock is unavailable."""
+    it will enforce); fd is -1 when Landlock is unavailable. `scope_signals` False: the ruleset of a kernel before
+    6.12 (ABI < 6), which cannot scope signals (a fault the tests inject: confine's skip "landlock_signals")."""
     version = abi()
     if version < 1:
         return -1, dict(NONE)
     handled_fs = _fs_rights(version)
     handled_net = NET_BIND_TCP | NET_CONNECT_TCP if version >= 4 else 0
+    if not scope_signals:
+        version = min(version, 5)
     scoped = SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL if version >= 6 else 0
     size = 24 if version >= 6 else 16 if version >= 4 else 8
     buf = ctypes.create_string_buffer(struct.pack("=QQQ", handled_fs, handled_net, scoped)[:size], size)

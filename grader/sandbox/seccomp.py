@@ -30,6 +30,12 @@ Landlock decides which files a worker may open, create, remove or write, but not
   setpgid (a worker is the leader of its own session and process group, and every descendant stays in that
   group, which the zygote kills whole when the worker ends: where a grader that is not root has no PID namespace
   or cgroup, this is what ends a fork bomb).
+- a signal to any process but the worker itself and its own process group (kill, tkill, tgkill, rt_sigqueueinfo,
+  rt_tgsigqueueinfo; pidfd_send_signal not at all): where a grader is not root there is no PID namespace, and
+  before Linux 6.12 Landlock cannot scope signals, so a worker of the grader's uid could kill a classmate's worker
+  or the grader itself (`os.kill(-1, SIGKILL)`: red team 15). The worker's own pid is written into the program
+  as it installs it (install(): the program is assembled once, in the zygote, with a placeholder); kill(0, ...)
+  (its own group: the worker and its descendants) and kill(-pid, ...) pass, and so does signal 0 to itself.
 - clone with a namespace flag (a user namespace's child holds every capability there: kernel attack surface), and
   clone3, whose flags lie in memory a filter cannot read (ENOSYS: glibc falls back to clone, as with Docker's
   profile); futex without FUTEX_PRIVATE_FLAG: a shared futex is keyed by the inode of the page, so two workers
@@ -48,6 +54,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import os
 import platform
 from typing import NamedTuple
 
@@ -95,6 +102,9 @@ class Table(NamedTuple):
     witnesses: tuple[int, int, int, int, int, int, int, int]
     # calls allowed on the worker itself only: (nr, ((argument, value), ...)), each argument's low 32 bits
     self_only: tuple[tuple[int, tuple[tuple[int, int], ...]], ...]
+    # kill, tkill, tgkill, rt_sigqueueinfo, rt_tgsigqueueinfo: their first argument names the worker (or, for
+    # kill, its own group: 0 or -pid)
+    signals: tuple[int, int, int, int, int]
 
 
 def _self_only(prlimit64: int, setpriority: int, sched: tuple[int, ...], ioprio_set: int
@@ -115,7 +125,11 @@ def _self_only(prlimit64: int, setpriority: int, sched: tuple[int, ...], ioprio_
 IO_URING = (425, 426, 427)
 NEW_METADATA = (452, 463, 466)
 NEW_NEVER = (428, 429, 430, 431, 432, 433, 442, 467, 438, 440,
-             447, 449, 454, 455, 456)  # memfd_secret; futex_waitv, futex_wake, futex_wait, futex_requeue
+             447, 449, 454, 455, 456,  # memfd_secret; futex_waitv, futex_wake, futex_wait, futex_requeue
+             424)  # pidfd_send_signal: a pidfd may name any process (pidfd_open needs no relation to it)
+# placeholders for the worker's pid and its negation (its process group, for kill), above PID_MAX_LIMIT: install()
+# writes the real values; uninstalled, the program (as the tests read it) allows only pid 0 (its own group)
+SELF_PID, SELF_GROUP = 0x3FFFFFF1, 0x3FFFFFF2
 
 ARCHES = {
     # arch/x86/entry/syscalls/syscall_64.tbl
@@ -141,7 +155,8 @@ ARCHES = {
         clone=56, futex=202, memfd_create=319,
         witnesses=(91, 260, 280, 190, 73, 29, 71, 245),
         # prlimit64, setpriority, sched_setparam sched_setscheduler sched_setaffinity sched_setattr, ioprio_set
-        self_only=_self_only(302, 141, (142, 144, 203, 314), 251)),
+        self_only=_self_only(302, 141, (142, 144, 203, 314), 251),
+        signals=(62, 200, 234, 129, 297)),
     # include/uapi/asm-generic/unistd.h
     "aarch64": Table(
         0xC00000B7, 277, 25, 29,
@@ -156,7 +171,8 @@ ARCHES = {
                26, 27, 262, 263, 157, 154, 279, 221, 281),
         clone=220, futex=98, memfd_create=279,
         witnesses=(52, 54, 88, 7, 32, 194, 187, 185),
-        self_only=_self_only(261, 140, (118, 119, 122, 274), 30)),
+        self_only=_self_only(261, 140, (118, 119, 122, 274), 30),
+        signals=(129, 130, 131, 138, 240)),
 }
 
 
@@ -185,7 +201,13 @@ def program(table: Table) -> list[tuple[int, int, int, int]]:
     code += [(JEQ_K, fcntl, 0, table.fcntl), (JEQ_K, ioctl, 0, table.ioctl)]
     code += [(JEQ_K, f"self {nr}", 0, nr) for nr, _ in table.self_only]
     code += [(JEQ_K, "clone", 0, table.clone), (JEQ_K, "futex", 0, table.futex), (JEQ_K, "enosys", 0, CLONE3)]
+    kill, *to_self = table.signals
+    code += [(JEQ_K, "kill", 0, kill), *((JEQ_K, "signal", 0, nr) for nr in to_self)]
     code.append((RET_K, 0, 0, RET_ALLOW))
+    # a signal: to itself (pid_t is 32 bits: the low word), or, by kill, to its own group (0 or -pid); else EPERM
+    code += ["kill", (LD_W_ABS, 0, 0, OFF_ARG0_LOW), (JEQ_K, "allow", 0, 0), (JEQ_K, "allow", 0, SELF_GROUP),
+             (JEQ_K, "allow", eperm, SELF_PID)]
+    code += ["signal", (LD_W_ABS, 0, 0, OFF_ARG0_LOW), (JEQ_K, "allow", eperm, SELF_PID)]
     # a new namespace (a user namespace gives its child every capability there): EPERM; a plain fork or thread passes
     code += ["clone", (LD_W_ABS, 0, 0, OFF_ARG0_LOW), (JSET_K, eperm, "allow", CLONE_NEW)]
     # a shared futex is keyed by the inode of the page (any file, any library): a channel between two workers
@@ -232,13 +254,24 @@ TABLE = ARCHES.get(platform.machine())
 _PROGRAM = program(TABLE) if TABLE else []
 _FILTERS = (_Filter * len(_PROGRAM))(*[_Filter(*ins) for ins in _PROGRAM])
 _PROG = _Prog(len(_PROGRAM), _FILTERS)
+_SELF_AT = [i for i, ins in enumerate(_PROGRAM) if ins[0] == JEQ_K and ins[3] in (SELF_PID, SELF_GROUP)]
+
+
+def self_values(pid: int) -> dict[int, int]:
+    """What install() writes over each placeholder for a worker of `pid`. kill(-1) is every process, never the
+    group of pid 1 (a worker alone in its PID namespace): there the group placeholder stays, matching no call."""
+    return {SELF_PID: pid, SELF_GROUP: -pid & 0xFFFFFFFF if pid != 1 else SELF_GROUP}
 
 
 def install() -> bool:
     """Set no_new_privs (a filter needs it without CAP_SYS_ADMIN) and install the filter on every thread of this
-    process (and its future children). False where the kernel or the architecture has none."""
+    process (and its future children), with this process's pid written in where a signal may go. False where the
+    kernel or the architecture has none."""
     if TABLE is None or libc is None:
         return False
+    pid = os.getpid()  # as this process sees it (1 inside its own PID namespace), as its calls name it
+    for i in _SELF_AT:
+        _FILTERS[i].k = self_values(pid)[_PROGRAM[i][3]]
     if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         return False
     r = libc.syscall(ctypes.c_long(TABLE.seccomp), ctypes.c_long(SECCOMP_SET_MODE_FILTER),
@@ -249,6 +282,7 @@ def install() -> bool:
 
 
 NO_PID = 0x3FFFFFFF  # above PID_MAX_LIMIT (4 Mi): no process has it
+PIDFD_SEND_SIGNAL = 424
 _RLIMIT = (ctypes.c_uint64 * 2)()
 
 
@@ -271,7 +305,7 @@ def observed() -> dict[str, bool]:
     """What this process can see of its own filter: calls that fail harmlessly without it (EBADF on fd -1,
     EAFNOSUPPORT for family -1, EINVAL for a 0-byte segment), and fail as the filter says with it."""
     layers = {"seccomp_no_sockets": False, "seccomp_no_file_changes": False, "seccomp_no_ipc": False,
-              "seccomp_no_process_changes": False}
+              "seccomp_no_process_changes": False, "seccomp_no_signals_out": False}
     if TABLE is None or libc is None:
         return layers
     t = TABLE
@@ -299,4 +333,12 @@ def observed() -> dict[str, bool]:
     layers["seccomp_no_process_changes"] = all(_errno_of(nr, *_at_no_pid(conditions)) == errno.EPERM
                                                for nr, conditions in t.self_only) and _errno_of(
         t.self_only[0][0], 0, 4, 0, ctypes.addressof(_RLIMIT)) == 0  # prlimit64(0, RLIMIT_CORE, NULL, &old)
+    # a signal to a pid past any pid_max, to every process (-1), by every signalling call: refused (ESRCH, or
+    # success for -1, unfiltered); signal 0 to itself and to its own group passes
+    kill, tkill, tgkill, sigqueue, tgsigqueue = t.signals
+    me = os.getpid()
+    layers["seccomp_no_signals_out"] = all(_errno_of(nr, *args) == errno.EPERM for nr, args in (
+        (kill, (NO_PID, 0)), (kill, (-1, 0)), (kill, (-NO_PID, 0)), (tkill, (NO_PID, 0)), (tgkill, (NO_PID, NO_PID, 0)),
+        (sigqueue, (NO_PID, 0, 0)), (tgsigqueue, (NO_PID, NO_PID, 0, 0)), (PIDFD_SEND_SIGNAL, (-1, 0, 0, 0)))
+    ) and _errno_of(kill, me, 0) == 0 and _errno_of(kill, 0, 0) == 0 and (me == 1 or _errno_of(kill, -me, 0) == 0)
     return layers
