@@ -457,6 +457,8 @@ def _join_cgroups(processes: int, memory: int, pid: int) -> dict[str, bool]:
         try:
             with contextlib.suppress(FileExistsError):
                 os.mkdir(f"{base}/attn-kata")
+            if layer == "cgroup_v2":  # v2 gives a child group a controller only where its parent enables it
+                _write_quietly(f"{base}/attn-kata/cgroup.subtree_control", "+pids +memory")
             with contextlib.suppress(FileExistsError):
                 os.mkdir(group)
             for name, value in (*limits, ("cgroup.procs", 0)):
@@ -472,6 +474,21 @@ def _join_cgroups(processes: int, memory: int, pid: int) -> dict[str, bool]:
         else:
             joined[layer] = True
     return joined
+
+
+def _write_quietly(path: str, text: str) -> None:
+    """Where the kernel refuses (a controller the hierarchy lacks, a group of another owner), the layer is not
+    claimed: _in_cgroup reads back what was joined."""
+    try:
+        fd = os.open(path, os.O_WRONLY)
+    except OSError:
+        return
+    try:
+        os.write(fd, text.encode())
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def remove_cgroup(pid: int) -> bool:
