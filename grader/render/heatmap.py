@@ -20,6 +20,15 @@ if TYPE_CHECKING:  # drawn alike: a pictures.Matrix (torch) or a grading process
     from grader.grading.pictures import Matrix
 
 
+def __getattr__(name: str) -> Any:
+    """`heatmap.Matrix`, grader.grading.pictures's, imported only when asked for (it needs torch)."""
+    if name == "Matrix":
+        from grader.grading.pictures import Matrix
+
+        return Matrix
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def of_report(report: Report) -> dict[str, list[Matrix]]:
     """The matrices a report carries (engine.grade(..., pictures=True)): step id -> [Matrix], steps with some."""
     return {s.id: list(s.pictures) for s in report.steps if s.pictures}
