@@ -431,8 +431,10 @@ def grade_groups(groups: list[list[Entry]], index: Index, out: Path, version: st
                 "require_strong": bool(secret) and not allow_weak_sandbox, "steps": steps,
                 "env": forked.settings_env()}  # what the trusted side reads from the environment
 
-    def record(results: list[tuple[int, dict[str, Any] | None, str, float]]) -> None:
+    def record(results: list[tuple[int, dict[str, Any] | None, str, float]], again: bool = False) -> None:
         for i, report, err, secs in results:
+            if again and report is None:
+                continue  # the first result stands
             group = groups[i]
             if report is None:
                 for e in group:
@@ -443,7 +445,7 @@ def grade_groups(groups: list[list[Entry]], index: Index, out: Path, version: st
                     _write_report(out, e, report)
                     if written is not None:
                         written.add(e.slug)
-            if progress:
+            if progress and not again:
                 progress(len(group))
 
     def lost(chunk: list[tuple[int, str]]) -> None:
@@ -455,6 +457,14 @@ def grade_groups(groups: list[list[Entry]], index: Index, out: Path, version: st
 
     try:
         _grade_in_pool(_chunks(work, jobs), jobs, settings, record, lost)
+        # a time-out beside other submissions may not be its own: a classmate's processes can starve it of CPU
+        # where the grader's cpu cgroup is shared (red team 15: a victim's step timed out under a classmate's
+        # spinners). Each submission that timed out is graded again, alone, and that result stands
+        if jobs > 1:
+            for i, path in work:
+                report = index.get(groups[i][0].key) if groups[i][0].key else None
+                if report is not None and any(s.get("detail") == "timeout" for s in report["steps"]):
+                    _grade_in_pool([[(i, path)]], 1, settings, lambda r: record(r, again=True), lambda c: None)
     finally:
         _stop_zygote()
     return failures
