@@ -46,7 +46,8 @@ WAIVER = "ATTN_KATA_ALLOW_WEAK_SANDBOX"
 # that names no test, so that a renamed test cannot leave the list quietly.
 SLOW_MODULES = {"test_platforms", "test_doctor", "test_secrets", "test_daemon", "test_batch", "test_nbgrader",
                 "test_class_folder", "test_forked", "test_i18n", "test_packaging", "test_gradebook", "test_hostile",
-                "test_attacks", "test_redteam", "test_pytest_plugin", "test_platform_scripts"}
+                "test_attacks", "test_redteam", "test_pytest_plugin", "test_platform_scripts", "test_watch",
+                "test_notebook_kernel"}
 SLOW_TESTS = {  # module::test (every parametrization) or module::test[id]
     "test_cli::test_grade_solutions_full_marks_and_exercises_not_started",  # the README's command, cold, as a process
     "test_cli::test_grade_cases_per_upload",

@@ -50,6 +50,8 @@ def kata(*args: str, cwd: Path | str | None = None, env: Mapping[str, str] | Non
     for name in PER_PROCESS:
         if wanted.get(name) != os.environ.get(name):
             raise ValueError(f"{name} is read once per process: run this command as a subprocess")
+    if wanted.get("ATTN_KATA_NO_DAEMON") != "1":  # a daemon started from here would outlive the test
+        raise ValueError("the daemon is tested as a process (tests/test_daemon.py): keep ATTN_KATA_NO_DAEMON=1")
     overrides: dict[str, str | None] = {k: None for k in os.environ if k not in wanted}
     overrides.update(wanted)
     before_cwd, before_argv = os.getcwd(), sys.argv[:]
