@@ -1,11 +1,15 @@
 """Learner-facing text in English and Chinese, through gettext.
 
 English msgids are the source text; the Chinese lives in grader/locale/zh/LC_MESSAGES/attn_kata.po
-(compiled to attn_kata.mo next to it). The current language is a context variable: the CLI sets it
-once (`set_lang`), and the entry points that take `lang=` (engine.grade/collect/judge, api, watch,
-batch, the reporters) run under `using(lang)`.
+(compiled to attn_kata.mo next to it).
 
-    _("text {n}").format(n=3)   translate now, in the current language
+Translate at the edge: the core (engine, runner, checks, diagnoses, flags, pictures) takes no language. It runs
+under `deferred()`, where _() gives a `Text`: a msgid with its parameters (and parts joined: `join`, +), whose str
+is the English text. A report is worded for its reader by `Report.worded(lang)` (grader.report); a renderer words
+its own text in the reader's language, a context variable that the CLI sets once (`set_lang`) and a renderer that
+takes `lang=` sets for its block (`using(lang)`).
+
+    _("text {n}").format(n=3)   translate now, in the current language (a Text under deferred())
     N_("text")                  mark for extraction only; translate later with _()
 
 Updating the catalogue: see CONTRIBUTING.md, "Translations" (pybabel extract -> update -> translate -> compile).
@@ -165,7 +169,8 @@ class Text(str):
         return (Text, (self.node,))
 
     def worded(self, lang: str | None) -> str:
-        return _word_node(self.node, normalise(lang))
+        lang = normalise(lang)
+        return str.__str__(self) if lang == "en" else _word_node(self.node, lang)  # its value is the English
 
     def format(self, *args: Any, **params: Any) -> Text:  # type: ignore[override]
         return Text(("fmt", self, args, params))

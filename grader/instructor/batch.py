@@ -479,7 +479,7 @@ def final_records(entries: list[Entry], index: Index, out: Path, failures: dict[
         rep = index.get(e.key) if e.key else None
         if rep is not None:
             rep = _labelled(e, rep) if e.slug in written else _write_report(out, e, rep)
-            e.status = OVER_BUDGET if over_budget(rep, lang) or hung_at_import(rep, lang) else GRADED
+            e.status = OVER_BUDGET if over_budget(rep) or hung_at_import(rep) else GRADED
             reports[e.slug] = rep
             write_atomic(out / "feedback" / f"{e.slug}.txt", feedback_text(e.student, rep, lang=lang))
         else:
@@ -490,19 +490,22 @@ def final_records(entries: list[Entry], index: Index, out: Path, failures: dict[
     return reports
 
 
-def over_budget(report: dict[str, Any], lang: str) -> bool:
+def _marks(msgid: str, cut: str) -> tuple[str, ...]:
+    """The start of `msgid` in each language a report may be worded in (a stored report is worded: grader.i18n)."""
+    return tuple(i18n.translate(lang, msgid).split(cut)[0] for lang in i18n.LANGS)
+
+
+def over_budget(report: dict[str, Any]) -> bool:
     """Did the submission use up its wall-clock budget (some steps never got their turn)?"""
-    with i18n.using(lang):
-        marks = [_(m).split("{budget")[0] for m in BUDGET_MESSAGES]
+    marks = [m for msgid in BUDGET_MESSAGES for m in _marks(msgid, "{budget")]
     return any(s.get("detail") == "timeout" and str(s.get("message", "")).startswith(tuple(marks))
                for s in report["steps"])
 
 
-def hung_at_import(report: dict[str, Any], lang: str) -> bool:
+def hung_at_import(report: dict[str, Any]) -> bool:
     """Did importing the submission never answer (every step a time-out of the import)? It used up its time as a
     submission over its budget does, and is scored on what finished: nothing."""
-    with i18n.using(lang):
-        mark = _("importing the submission failed: {detail}").split("{detail")[0]
+    mark = _marks(N_("importing the submission failed: {detail}"), "{detail")
     return bool(report["steps"]) and all(s.get("detail") == "timeout" and str(s.get("message", "")).startswith(mark)
                                          for s in report["steps"])
 
