@@ -7,7 +7,7 @@ checkout, with its venv's python:
 For each platform: the autograder as `attn-kata gradescope build` / `prairielearn build` makes it, laid out as the
 platform lays it out, the course secret in secret.txt (mode 0600, root's, as the zip carries it), then three uploads:
   honest   the reference's step 1: full marks on it whenever the run grades at all;
-  thief    reads the kata's solutions/dot_scores.py by its path and answers with it (zeros if it cannot);
+  thief    reads the kata's solutions/step01_dot_scores.py by its path and answers with it (zeros if it cannot);
   leak     reads secret.txt, every /proc/PID/environ and cmdline it can, and raises with what it found, so anything
            it reads lands in the feedback.
 Passes when each run either refuses to grade with a reason that names the missing layer, or grades with the thief
@@ -36,7 +36,7 @@ REFUSAL_WORDS = ("WeakSandbox", "sandbox")
 THIEF = """
 import torch
 try:
-    REF = open({solutions!r} + "/dot_scores.py", encoding="utf-8").read()
+    REF = open({solutions!r} + "/step01_dot_scores.py", encoding="utf-8").read()
 except OSError as e:
     REF = None
 def attention_scores(inputs, query):
@@ -182,7 +182,7 @@ def main() -> int:
     print(f"container uploads: uid {os.geteuid()}, python {sys.executable}")
     status = Path("/proc/self/status").read_text().splitlines()
     print("  ", " ".join(line.strip() for line in status if line.startswith(("CapEff", "CapBnd", "Seccomp:"))))
-    honest = (ROOT / "solutions" / "dot_scores.py").read_text(encoding="utf-8")
+    honest = (ROOT / "solutions" / "step01_dot_scores.py").read_text(encoding="utf-8")
     breaches: list[str] = []
     work = Path(tempfile.mkdtemp(prefix="attn-kata-container-"))
     work.chmod(0o755)  # a container's /autograder: root's, readable by all

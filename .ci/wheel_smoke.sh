@@ -52,7 +52,7 @@ expect_rc 1 "$V/attn-kata" check dot_scores
 grep -q "not started" "$WORK/out"
 
 step "step 1 solved, checked from a subfolder"
-cp "$REPO/solutions/dot_scores.py" dot_scores.py
+cp "$REPO/solutions/step01_dot_scores.py" step01_dot_scores.py
 mkdir -p notes/today
 cd notes/today
 expect_rc 0 "$V/attn-kata" check dot_scores
@@ -62,7 +62,7 @@ step "a notebook grades its own function with check(), on this venv's kernel"
 # the light install has no Jupyter: a learner's Jupyter brings a kernel; here nbclient and ipykernel, in this venv
 "$V/pip" install -q nbclient ipykernel
 cd "$WORK/empty"
-"$V/python" - "$REPO/solutions/dot_scores.py" <<'EOF'
+"$V/python" - "$REPO/solutions/step01_dot_scores.py" <<'EOF'
 import sys
 
 import nbclient

@@ -147,7 +147,7 @@ def startup(work: Path) -> float:
     """attn-kata batch's fixed cost: the same command on a class of one (import torch, start the zygote)."""
     empty = work / "one-student"
     (empty / "nobody").mkdir(parents=True, exist_ok=True)
-    shutil.copy(ROOT / "solutions" / "dot_scores.py", empty / "nobody" / "dot_scores.py")
+    shutil.copy(ROOT / "solutions" / "step01_dot_scores.py", empty / "nobody" / "step01_dot_scores.py")
     return counted.run([sys.executable, "-m", "grader", "batch", str(empty), "--out", str(work / "one-out"), "-q"],
                        cwd=str(ROOT)).wall
 

@@ -53,7 +53,7 @@ def main() -> None:
         run.mkdir(mode=0o700)
         ws = Path(tmp) / "exercises"
         shutil.copytree(ROOT / "exercises", ws)
-        shutil.copy(ROOT / "solutions" / "dot_scores.py", ws / "dot_scores.py")
+        shutil.copy(ROOT / "solutions" / "step01_dot_scores.py", ws / "step01_dot_scores.py")
         env = {k: v for k, v in os.environ.items() if k not in ("ATTN_KATA_NO_DAEMON", "ATTN_KATA_SECRET")}
         env["ATTN_KATA_RUNTIME_DIR"] = str(run)
         env["ATTN_KATA_BACKEND"] = args.backend

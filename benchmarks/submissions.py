@@ -13,7 +13,8 @@ ROOT = Path(__file__).resolve().parent.parent
 ORDER = ("dot_scores", "softmax", "context_vector", "all_tokens", "self_attention_v1", "self_attention_v2",
          "causal_mask", "dropout", "causal_attention", "multihead_wrapper", "multihead_attention",
          "weight_transfer", "two_dim_output", "gpt2_size")
-_LOCAL_IMPORT = re.compile(r"^from (" + "|".join(ORDER) + r") import .*$", re.M)
+# an import of another step's file, by its numbered name (`step09_causal_attention`) or its older one
+_LOCAL_IMPORT = re.compile(r"^from (?:step\d\d_)?(" + "|".join(ORDER) + r") import .*$", re.M)
 
 # (name, old, new): small, realistic mistakes
 BUGS = {
@@ -27,7 +28,7 @@ def cells() -> list[tuple[str, str]]:
     """(step id, source) for each solution file, in the chapter's order, local imports removed."""
     out = []
     for step in ORDER:
-        src = (ROOT / "solutions" / f"{step}.py").read_text(encoding="utf-8")
+        src = (ROOT / "solutions" / f"step{ORDER.index(step) + 1:02d}_{step}.py").read_text(encoding="utf-8")
         out.append((step, _LOCAL_IMPORT.sub("", src)))
     return out
 

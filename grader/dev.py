@@ -53,10 +53,10 @@ def signatures(step: Step, solutions: Path = KATA_ROOT / "solutions") -> list[st
 
 def readme_steps() -> str:
     """The README's step table, one row per registry step (tests/test_steps.py reads it back)."""
-    rows = ["| # | step id | what you write | book § |", "|---|---|---|---|"]
+    rows = ["| # | step id | file | what you write | book § |", "|---|---|---|---|---|"]
     for step in STEPS:
         names = ", ".join(f"`{sig}`" for sig in signatures(step))
-        rows.append(f"| {step.number} | `{step.id}` | {names} | {step.section} |")
+        rows.append(f"| {step.number} | `{step.id}` | `{step.file}` | {names} | {step.section} |")
     return "\n".join(rows)
 
 

@@ -1,7 +1,7 @@
 """The one declarative list of steps. The CLI, the checks, the stubs' self-test and the docs read it.
 
-Adding a step: add a `Step` here, a stub in exercises/<id>.py, the reference in
-solutions/<id>.py, a checks module grader/checks/<id>.py, its hints and buggy fixtures (see CONTRIBUTING.md,
+Adding a step: add a `Step` here, a stub in exercises/stepNN_<id>.py (`Step.file`), the reference in
+solutions/stepNN_<id>.py, a checks module grader/checks/<id>.py, its hints and buggy fixtures (see CONTRIBUTING.md,
 "Adding a step"); tests/test_steps.py names any part that is missing.
 """
 
@@ -26,8 +26,26 @@ class Step:
     uses: tuple[str, ...] = field(default=())
 
     @property
+    def stem(self) -> str:
+        """The step file's module name: the number first, zero-padded, so that any file list shows the steps in
+        order, and still an identifier, so that a later step imports it (`from step09_causal_attention import …`)."""
+        return f"step{self.number:02d}_{self.id}"
+
+    @property
     def file(self) -> str:
+        """The step's file in exercises/, solutions/ and a workspace (`step01_dot_scores.py`)."""
+        return f"{self.stem}.py"
+
+    @property
+    def legacy_file(self) -> str:
+        """The name the step's file had before it was numbered (`dot_scores.py`): still read and importable, so that a
+        workspace or an upload made then grades as it did (grader.submission.step_path)."""
         return f"{self.id}.py"
+
+    @property
+    def files(self) -> tuple[str, str]:
+        """The step file's names, in the order grading prefers them when a folder holds both."""
+        return self.file, self.legacy_file
 
 
 STEPS: tuple[Step, ...] = (
@@ -81,6 +99,10 @@ STEPS: tuple[Step, ...] = (
 
 BY_ID: dict[str, Step] = {s.id: s for s in STEPS}
 ALL_NAMES: tuple[str, ...] = tuple(n for s in STEPS for n in s.names)
+# a step file's module names, both of which a learner's code may import: `step09_causal_attention` and the older
+# `causal_attention` (one module: grader.worker.serve serves the one under the other's name)
+BY_MODULE: dict[str, Step] = {**{s.id: s for s in STEPS}, **{s.stem: s for s in STEPS}}
+STEP_FILES: frozenset[str] = frozenset(f for s in STEPS for f in s.files)
 
 
 def get_step(key: str) -> Step:

@@ -2,8 +2,12 @@
 
 Every side asks here (the learner's commands, `grade`, batch's and the platforms' discovery, the pytest plugin,
 GitHub Classroom's set-up), so a folder is a workspace for all of them or for none:
-- a workspace is a folder holding at least one step's file (`dot_scores.py`, …) as a regular file: judged by
-  lstat, never following a link, never opening anything (a FIFO named like a step file never blocks the judge);
+- a workspace is a folder holding at least one step's file as a regular file: judged by lstat, never following a
+  link, never opening anything (a FIFO named like a step file never blocks the judge);
+- a step's file has two names: `step01_dot_scores.py` (registry.Step.file, what `init` writes) and the older
+  `dot_scores.py` (Step.legacy_file), so a workspace or an upload made before the files were numbered grades as it
+  did, and one may mix them; where a folder holds both for one step, the numbered one is graded and the other is
+  not read (step_files says so, and the report's notes);
 - `attn-kata init` marks the one it makes (`.attn-kata/workspace.json`, which also records the learner's language
   and, for `init --notebook`, the notebook that is graded instead of the step files);
 - the learner's workspace is found from any folder inside it as git finds a repository: the nearest folder at or
@@ -19,7 +23,7 @@ import os
 import stat
 from pathlib import Path
 
-from grader.registry import STEPS
+from grader.registry import STEPS, Step
 
 STATE_DIR = ".attn-kata"  # inside a workspace: the marker, progress, hints, reset's backups
 MARKER = "workspace.json"
@@ -43,8 +47,29 @@ def kind(p: Path) -> str:
 
 
 def is_workspace(folder: Path) -> bool:
-    """Does `folder` hold a step's file, as a regular file (a link is never one: grading would not read it)?"""
-    return any(kind(Path(folder) / s.file) == "file" for s in STEPS)
+    """Does `folder` hold a step's file (either name), as a regular file (a link is never one: grading would not
+    read it)?"""
+    return any(kind(Path(folder) / f) == "file" for s in STEPS for f in s.files)
+
+
+def step_path(folder: str | Path, step: Step) -> Path:
+    """The file of `step` in `folder` that grading reads: its numbered name when that is a regular file, else its
+    older name when that is; the numbered name when neither is (where the learner should write it)."""
+    folder = Path(folder)
+    return next((folder / f for f in step.files if kind(folder / f) == "file"), folder / step.file)
+
+
+def step_files(folder: str | Path) -> tuple[dict[str, Path], list[tuple[str, str]]]:
+    """Every step file grading reads in `folder` (step id -> path, in step order), and the (graded, not read) name
+    pairs of the steps whose file is there under both names."""
+    found: dict[str, Path] = {}
+    both: list[tuple[str, str]] = []
+    for s in STEPS:
+        names = [f for f in s.files if kind(Path(folder) / f) == "file"]
+        if names:
+            found[s.id] = Path(folder) / names[0]
+            both += [(names[0], other) for other in names[1:]]
+    return found, both
 
 
 def is_marked(folder: Path) -> bool:

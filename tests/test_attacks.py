@@ -39,7 +39,7 @@ RANDOM_SECRET = "attack-" + secrets.token_hex(8)  # `secret = "random"`: a new k
 TIMEOUT = 8.0  # per step: the infinite loops cost this much each; generous for a loaded 2-core machine
 SCORES = {"full", "zero", "twin", "below_full"}
 PLACEHOLDERS = {  # what an attack's text may name, filled in here
-    "# @CAUSAL_MASK_SOLUTION@": (ROOT / "solutions" / "causal_mask.py").read_text(encoding="utf-8"),
+    "# @CAUSAL_MASK_SOLUTION@": (ROOT / "solutions" / "step07_causal_mask.py").read_text(encoding="utf-8"),
     "@ROOT@": str(ROOT),
 }
 NAMES = sorted(p.name for p in ATTACKS.iterdir() if (p / "expected.toml").is_file())

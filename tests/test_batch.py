@@ -364,7 +364,7 @@ def _slow_class(tmp_path: Path) -> Path:
     seen busy with its chunk."""
     klass = tmp_path / "class"
     klass.mkdir()
-    solution = "\n".join((ROOT / "solutions" / f).read_text() for f in ("dot_scores.py", "softmax.py"))
+    solution = "\n".join((ROOT / "solutions" / f).read_text() for f in ("step01_dot_scores.py", "step02_softmax.py"))
     slow = "import time\n" + solution.replace("    return attn_scores", "    time.sleep(0.2)\n    return attn_scores")
     assert slow != "import time\n" + solution
     for name in ("ann", "bob", "cat", "dan"):
@@ -429,7 +429,7 @@ def test_the_coordinating_process_never_imports_torch(tmp_path: Path) -> None:
     """torch is imported once per batch, by the zygote: the grading processes are forked from it."""
     klass = tmp_path / "class"
     klass.mkdir()
-    (klass / "ann.py").write_text((ROOT / "solutions" / "dot_scores.py").read_text())
+    (klass / "ann.py").write_text((ROOT / "solutions" / "step01_dot_scores.py").read_text())
     code = ("import sys; from grader.cli import main\n"
             "try:\n    main(['batch', sys.argv[1], '--out', sys.argv[2], '-q'])\n"
             "except SystemExit as e:\n    assert not e.code, e.code\n"
@@ -468,7 +468,7 @@ def test_a_batch_with_hostile_submissions_ends_with_one_record_each(tmp_path: Pa
     klass.mkdir()
     for name, src in HOSTILE.items():
         (klass / name).write_text(src)
-    (klass / "honest.py").write_text((ROOT / "solutions" / "dot_scores.py").read_text())
+    (klass / "honest.py").write_text((ROOT / "solutions" / "step01_dot_scores.py").read_text())
     # the time-out is a hang guard: long enough for the honest submission on a loaded machine
     result = batch.run_batch(directory=klass, out=tmp_path / "out", jobs=2, timeout=10.0)
     assert result.records == len(HOSTILE) + 1
@@ -534,7 +534,7 @@ def test_a_worker_cannot_read_the_secret_from_a_grading_process(tmp_path: Path) 
     klass = tmp_path / "class"
     klass.mkdir()
     (klass / "hunter.py").write_text(SECRET_HUNT)
-    slow = (ROOT / "solutions" / "dot_scores.py").read_text().replace(
+    slow = (ROOT / "solutions" / "step01_dot_scores.py").read_text().replace(
         "    return attn_scores", "    import time\n    time.sleep(0.8)\n    return attn_scores")
     # keeps the grading process alive while this test hunts too: a few seconds, long enough for a search of every
     # process's memory on a loaded machine (at 0.3 s a call it missed the process 2 times in 4 there)
@@ -576,7 +576,7 @@ def test_no_grading_process_is_an_infrastructure_error_not_a_score(tmp_path: Pat
     monkeypatch.setattr(zygote.Zygote, "grader", refuse)
     klass = tmp_path / "class"
     klass.mkdir()
-    (klass / "ann.py").write_text((ROOT / "solutions" / "dot_scores.py").read_text())
+    (klass / "ann.py").write_text((ROOT / "solutions" / "step01_dot_scores.py").read_text())
     with pytest.raises(batch.GradingUnavailable, match="refused"):
         batch.run_batch(directory=klass, out=tmp_path / "out", jobs=1)
     assert not list((tmp_path / "out").glob("reports/*.json"))
@@ -611,7 +611,7 @@ def test_the_next_submission_started_ahead_changes_nothing(tmp_path: Path, monke
 
     from grader.grading import engine
 
-    honest = (ROOT / "solutions" / "dot_scores.py").read_text()
+    honest = (ROOT / "solutions" / "step01_dot_scores.py").read_text()
     # busy for a second at import (while ann's steps run), then every call hangs
     hang = ("import time\nt = time.monotonic()\nwhile time.monotonic() - t < 1:\n    pass\n"
             "def attention_scores(inputs, query):\n    while True:\n        pass\n")

@@ -83,8 +83,8 @@ def messy(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, subproc
     (d / "zoe_200_1_attention.ipynb").write_text(submissions.notebook_source())  # ... who is in the class too
     # honest code that prints 20 MB at import: its prints are capped, never an error
     shutil.copytree(ROOT / "solutions", d / "loud", ignore=shutil.ignore_patterns("__pycache__"))
-    (d / "loud" / "dot_scores.py").write_text("print('x' * (20 << 20))\n"
-                                              + (ROOT / "solutions" / "dot_scores.py").read_text())
+    (d / "loud" / "step01_dot_scores.py").write_text("print('x' * (20 << 20))\n"
+                                              + (ROOT / "solutions" / "step01_dot_scores.py").read_text())
     (d / "eve[b]" / "[").mkdir(parents=True)  # rich markup in names: "[/b]" reaches the end-of-batch list
     (d / "eve[b]" / "[" / "b]one.ipynb").write_text(submissions.notebook_source())
     (d / "eve[b]" / "[" / "b]two.ipynb").write_text(submissions.notebook_source())
@@ -109,9 +109,9 @@ def messy(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, subproc
             "                f.write(bytes(8 << 20))\n"
             "    except OSError:\n"
             "        pass\n")
-    (d / "filler" / "dot_scores.py").write_text(fill + (ROOT / "solutions" / "dot_scores.py").read_text())
+    (d / "filler" / "step01_dot_scores.py").write_text(fill + (ROOT / "solutions" / "step01_dot_scores.py").read_text())
     shutil.copytree(ROOT / "solutions", d / "bomb", ignore=shutil.ignore_patterns("__pycache__"))
-    (d / "bomb" / "dot_scores.py").write_text(
+    (d / "bomb" / "step01_dot_scores.py").write_text(
         "import torch\ndef attention_scores(inputs, query):\n    return torch.zeros(1 << 28)\n")
     names = sorted({n for s in STEPS for n in s.names})
     (d / "hang.py").write_text("".join(f"def {n}(*a, **k):\n    while True:\n        pass\n\n\n" for n in names))
@@ -321,7 +321,7 @@ def test_ctrl_c_exits_130(tmp_path: Path, command: str) -> None:
 
     ws = tmp_path / "exercises"
     shutil.copytree(ROOT / "exercises", ws)
-    (ws / "dot_scores.py").write_text("def attention_scores(*a, **k):\n    while True:\n        pass\n")
+    (ws / "step01_dot_scores.py").write_text("def attention_scores(*a, **k):\n    while True:\n        pass\n")
     args = ["check", "dot_scores", "--path", str(ws)] if command == "check" else ["grade", str(ws)]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     proc = subprocess.Popen([sys.executable, "-m", "grader", "--lang", "en", *args, "--timeout", "60"], cwd=ROOT,

@@ -45,7 +45,7 @@ def test_check_exit_code_follows_the_steps(tmp_path: Path) -> None:
     failing = kata("check", "dot_scores", "--path", str(ws))
     assert failing.returncode == 1
     assert "not started" in failing.stdout
-    shutil.copy(ROOT / "solutions" / "dot_scores.py", ws / "dot_scores.py")
+    shutil.copy(ROOT / "solutions" / "step01_dot_scores.py", ws / "step01_dot_scores.py")
     passing = kata("check", "1", "--path", str(ws))
     assert passing.returncode == 0, passing.stdout
     assert "next is step 2, softmax" in passing.stdout  # what was asked passes: the tip moves on
@@ -56,7 +56,7 @@ def test_check_exit_code_follows_the_steps(tmp_path: Path) -> None:
     finished = kata("--lang", "zh", "check", "--path", str(done))
     assert finished.returncode == 0 and "本章完成" in finished.stdout, finished.stdout
     # a later broken save does not lock the solution again, whether graded by check or by watch
-    shutil.copy(ROOT / "exercises" / "dot_scores.py", ws / "dot_scores.py")
+    shutil.copy(ROOT / "exercises" / "step01_dot_scores.py", ws / "step01_dot_scores.py")
     assert kata("check", "dot_scores", "--path", str(ws)).returncode == 1
     shown = kata("solution", "dot_scores", "--path", str(ws))
     assert shown.returncode == 0, shown.stdout
@@ -66,7 +66,7 @@ def test_check_exit_code_follows_the_steps(tmp_path: Path) -> None:
 def test_one_exception_raised_by_every_case_is_said_once(tmp_path: Path) -> None:
     ws = tmp_path / "exercises"
     shutil.copytree(ROOT / "exercises", ws)
-    stub = ws / "dot_scores.py"
+    stub = ws / "step01_dot_scores.py"
     stub.write_text(stub.read_text().replace("raise NotImplementedError  # your code here", "return inputs.T @ query"))
     for lang, same in (("en", "(the same error as above)"), ("zh", "（与上面的错误相同）")):
         out = kata("--lang", lang, "check", "dot_scores", "--path", str(ws)).stdout
@@ -134,7 +134,7 @@ def test_bad_paths_and_values_are_one_line_not_a_traceback(tmp_path: Path, name:
     import stat
 
     ok = tmp_path / "ok.py"
-    shutil.copy(ROOT / "solutions" / "dot_scores.py", ok)
+    shutil.copy(ROOT / "solutions" / "step01_dot_scores.py", ok)
     fifo = tmp_path / "key.fifo"
     os.mkfifo(fifo)
     args = [a.format(ok=ok, tmp=tmp_path, fifo=fifo) for a in BAD_CLI[name]]

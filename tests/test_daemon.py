@@ -134,7 +134,7 @@ def same(a: subprocess.CompletedProcess[str], b: subprocess.CompletedProcess[str
 
 def test_the_result_is_identical_with_and_without_it(env: dict[str, str], tmp_path: Path) -> None:
     buggy = (ROOT / "tests" / "fixtures" / "buggy" / "mask_fill_zero.py").read_text()
-    stubs, bug = workspace(tmp_path, "stubs"), workspace(tmp_path, "bug", **{"causal_mask.py": buggy})
+    stubs, bug = workspace(tmp_path, "stubs"), workspace(tmp_path, "bug", **{"step07_causal_mask.py": buggy})
     solved = workspace(tmp_path, "solved", "solutions")
     runs = [("check", "dot_scores", "--path", str(stubs)), ("check", "--path", str(solved)),
             ("grade", "solutions", "--format", "json"), ("grade", str(stubs), "--format", "json"),
@@ -153,7 +153,7 @@ def test_the_result_is_identical_with_and_without_it(env: dict[str, str], tmp_pa
 
 def test_in_a_terminal_too_colours_width_and_heatmaps(env: dict[str, str], tmp_path: Path) -> None:
     buggy = (ROOT / "tests" / "fixtures" / "buggy" / "mask_fill_zero.py").read_text()
-    ws = workspace(tmp_path, "ws", **{"causal_mask.py": buggy})
+    ws = workspace(tmp_path, "ws", **{"step07_causal_mask.py": buggy})
     outputs = []
     for extra in ([], ["--no-daemon"]):
         child = pexpect.spawn(sys.executable, ["-m", "grader", *extra, "check", "causal_mask", "--path", str(ws)],
@@ -261,8 +261,8 @@ def test_a_killed_daemon_is_restarted_by_the_next_check(env: dict[str, str], tmp
 
 
 def test_a_daemon_killed_mid_check_falls_back_to_grading_in_process(env: dict[str, str], tmp_path: Path) -> None:
-    slow = "import time\ntime.sleep(3)\n" + (ROOT / "solutions" / "dot_scores.py").read_text()
-    ws = workspace(tmp_path, "ws", **{"dot_scores.py": slow})
+    slow = "import time\ntime.sleep(3)\n" + (ROOT / "solutions" / "step01_dot_scores.py").read_text()
+    ws = workspace(tmp_path, "ws", **{"step01_dot_scores.py": slow})
     kata("daemon", "start", env=env)
     kata("list", env=env)
     pid = daemon_pid(env)
@@ -278,7 +278,7 @@ def test_a_daemon_killed_mid_check_falls_back_to_grading_in_process(env: dict[st
 
 def test_a_client_gone_mid_check_takes_the_daemon_and_its_workers_with_it(env: dict[str, str], tmp_path: Path) -> None:
     slow = "import time\ntime.sleep(30)\n"
-    ws = workspace(tmp_path, "ws", **{"dot_scores.py": slow})
+    ws = workspace(tmp_path, "ws", **{"step01_dot_scores.py": slow})
     kata("daemon", "start", env=env)
     kata("list", env=env)
     pid = daemon_pid(env)

@@ -77,7 +77,7 @@ def test_a_layer_left_off_is_reported_missing(skip: list[str], lost: set[str]) -
 
 @pytest.mark.strong_gate  # the refusal itself: never under tests/conftest.py's waiver
 def test_grading_with_a_secret_refuses_a_weak_sandbox(tmp_path: Path, lacks_by_design: frozenset[str]) -> None:
-    sub = ROOT / "solutions" / "dot_scores.py"
+    sub = ROOT / "solutions" / "step01_dot_scores.py"
     with pytest.raises(WeakSandbox, match="Landlock"):
         engine.grade(sub, secret="k", steps=["dot_scores"],
                      config={"require_strong": True, "skip_layers": ["landlock"]})

@@ -17,6 +17,8 @@ import pexpect
 import pytest
 from inproc import kata as run_in_process
 
+from grader.registry import BY_ID
+
 ROOT = Path(__file__).resolve().parent.parent
 # what no first command may import: torch (~1.5 s), nbformat (~1 s: jsonschema), the grading engine, the zygote
 HEAVY = {"torch", "numpy", "nbformat", "jsonschema", "grader.grading.engine", "grader.pool.zygote"}
@@ -78,7 +80,7 @@ def test_list_hint_solution_and_init_import_nothing_heavy_and_start_no_daemon(tm
 def test_path_before_or_after_the_subcommand(tmp_path: Path) -> None:
     ws = tmp_path / "exercises"
     shutil.copytree(ROOT / "exercises", ws)
-    shutil.copy(ROOT / "solutions" / "dot_scores.py", ws / "dot_scores.py")
+    shutil.copy(ROOT / "solutions" / "step01_dot_scores.py", ws / "step01_dot_scores.py")
     before = kata("--path", str(ws), "check", "dot_scores")
     after = kata("check", "dot_scores", "--path", str(ws))
     assert before.returncode == after.returncode == 0, before.stderr
@@ -113,7 +115,7 @@ def test_a_workspace_made_in_chinese_answers_in_chinese_under_an_english_locale(
 def test_resets_prompt_says_the_backup_is_made_first(tmp_path: Path) -> None:
     ws = tmp_path / "exercises"
     shutil.copytree(ROOT / "exercises", ws)
-    (ws / "softmax.py").write_text("def softmax_naive(x):\n    return x\n")
+    (ws / "step02_softmax.py").write_text("def softmax_naive(x):\n    return x\n")
     asked = kata("--lang", "en", "reset", "softmax", "--path", str(ws), input="n\n")
     assert asked.returncode == 1
     assert "will first be copied to" in asked.stdout and "is kept" not in asked.stdout
@@ -133,7 +135,7 @@ def test_watch_reads_single_keys_and_n_skips_passed_steps(tmp_path: Path) -> Non
     ws = tmp_path / "exercises"
     shutil.copytree(ROOT / "exercises", ws)
     for step in ("dot_scores", "context_vector"):  # steps 1 and 3 pass; 2 and 4 are open
-        shutil.copy(ROOT / "solutions" / f"{step}.py", ws / f"{step}.py")
+        shutil.copy(ROOT / "solutions" / BY_ID[step].file, ws / BY_ID[step].file)
     assert kata("check", "dot_scores", "context_vector", "--path", str(ws)).returncode == 0
     child = spawn_watch(ws, "dot_scores")
     try:

@@ -50,7 +50,7 @@ def test_every_status_but_graded_has_its_reason_and_a_fresh_run_says_so(tmp_path
     root = Path(__file__).resolve().parent.parent
     klass, out = tmp_path / "class", tmp_path / "out"
     klass.mkdir()
-    (klass / "alice.py").write_text((root / "solutions" / "dot_scores.py").read_text(encoding="utf-8"))
+    (klass / "alice.py").write_text((root / "solutions" / "step01_dot_scores.py").read_text(encoding="utf-8"))
     (klass / "hangs.py").write_text("import time\ntime.sleep(600)\n")  # its import never answers
     (klass / "loops.py").write_text("def attention_scores(inputs, query):\n    while True:\n        pass\n\n\n"
                                     "def softmax_naive(x):\n    while True:\n        pass\n")  # every step hangs

@@ -22,7 +22,7 @@ def test_zip_layout(autograder_zip: Path) -> None:
     with zipfile.ZipFile(autograder_zip) as zf:
         names = set(zf.namelist())
         assert {"setup.sh", "run_autograder", "kata/pyproject.toml", "kata/grader/grading/engine.py",
-                "kata/solutions/causal_attention.py"} <= names
+                "kata/solutions/step09_causal_attention.py"} <= names
         assert not any("__pycache__" in n for n in names)
         assert (zf.getinfo("run_autograder").external_attr >> 16) & 0o111
         setup = zf.read("setup.sh").decode()
@@ -97,7 +97,7 @@ def test_find_submission_finds_a_nested_workspace_and_reports_ambiguity(tmp_path
     import os
 
     (tmp_path / "exercises").mkdir()
-    (tmp_path / "exercises" / "causal_mask.py").write_text("")
+    (tmp_path / "exercises" / "step07_causal_mask.py").write_text("")
     os.mkfifo(tmp_path / "zed.py")
     assert gradescope.find_submission(tmp_path) == tmp_path / "exercises"
     other = tmp_path / "other"
@@ -158,6 +158,6 @@ def test_answers_learned_from_earlier_attempts_are_no_use(tmp_path: Path, autogr
     # nothing: the book's example, whose answer is public, earns a point only beside some secret case's work
     assert got == 0 and top == shared.max_score, (got, top)
 
-    (root / "submission" / "attention.py").write_text((ROOT / "solutions" / "dot_scores.py").read_text())
+    (root / "submission" / "attention.py").write_text((ROOT / "solutions" / "step01_dot_scores.py").read_text())
     got, top = _step(_run(root), "dot_scores")
     assert got == top

@@ -26,7 +26,7 @@ from grader.grading import engine
 pytestmark = pytest.mark.sandbox  # run in every set-up by .ci/setups.sh
 ROOT = Path(__file__).resolve().parent.parent
 # every hostile file also carries a correct step 7, which must keep full marks
-GOOD = (ROOT / "solutions" / "causal_mask.py").read_text()
+GOOD = (ROOT / "solutions" / "step07_causal_mask.py").read_text()
 
 
 def attack(body: str) -> str:

@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 from inproc import kata as run_in_process
 
+from grader.registry import BY_ID
+
 ROOT = Path(__file__).resolve().parent.parent
 BUGGY = ROOT / "tests" / "fixtures" / "buggy" / "mask_fill_zero.py"  # fills the future with 0, not -inf
 
@@ -93,7 +95,7 @@ def test_correct_code_has_no_leaks_and_check_writes_chinese(tmp_path: Path) -> N
     ws = tmp_path / "exercises"
     shutil.copytree(ROOT / "exercises", ws)
     for step in ("softmax", "causal_mask", "all_tokens", "dropout"):
-        shutil.copy(ROOT / "solutions" / f"{step}.py", ws / f"{step}.py")
+        shutil.copy(ROOT / "solutions" / BY_ID[step].file, ws / BY_ID[step].file)
     out = tmp_path / "zh.html"
     done = kata("--lang", "zh", "check", "softmax", "causal_mask", "all_tokens", "dropout", "--path", str(ws),
                 "--html", str(out))

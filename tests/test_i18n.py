@@ -140,17 +140,17 @@ def test_translations_load_and_fall_back() -> None:
 
 # one submission (a directory like exercises/) that makes every kind of message: step file <- what it holds
 SUBMISSION = {
-    "dot_scores.py": "def attention_scores(inputs, query):\n    while True:\n        pass\n",  # a time-out
-    "softmax.py": "def attention_weights(scores)\n    return scores\n",  # an import error (SyntaxError)
-    "context_vector.py": "def context_vector(attn_weights, inputs):\n    return [1.0, 2.0]\n",  # a wrong type
-    "all_tokens.py": "all_loops.py",  # Python loops
-    "self_attention_v1.py": "v1_plain_tensors.py",  # plain tensors instead of nn.Parameter
-    "causal_mask.py": "mask_float.py",  # a float mask
-    "dropout.py": "drop_keep_prob.py",  # p taken as the keep probability
-    "causal_attention.py": "ca_mask_not_cut.py",  # the learner's code raises (RuntimeError), a diagnosis
-    "multihead_wrapper.py": "wrap_plain_list.py",  # a wrong structure
-    "multihead_attention.py": "mha_no_out_proj.py",  # a missing parameter
-    "weight_transfer.py": "tr_query_key_swapped.py",  # wrong values
+    "step01_dot_scores.py": "def attention_scores(inputs, query):\n    while True:\n        pass\n",  # a time-out
+    "step02_softmax.py": "def attention_weights(scores)\n    return scores\n",  # an import error (SyntaxError)
+    "step03_context_vector.py": "def context_vector(attn_weights, inputs):\n    return [1.0, 2.0]\n",  # a wrong type
+    "step04_all_tokens.py": "all_loops.py",  # Python loops
+    "step05_self_attention_v1.py": "v1_plain_tensors.py",  # plain tensors instead of nn.Parameter
+    "step07_causal_mask.py": "mask_float.py",  # a float mask
+    "step08_dropout.py": "drop_keep_prob.py",  # p taken as the keep probability
+    "step09_causal_attention.py": "ca_mask_not_cut.py",  # the learner's code raises (RuntimeError), a diagnosis
+    "step10_multihead_wrapper.py": "wrap_plain_list.py",  # a wrong structure
+    "step11_multihead_attention.py": "mha_no_out_proj.py",  # a missing parameter
+    "step12_weight_transfer.py": "tr_query_key_swapped.py",  # wrong values
 }  # self_attention_v2.py is left out: not started
 # each step's time-out: a hang guard, long enough for every honest step on a loaded machine (dot_scores above
 # waits it out once per run)
@@ -162,12 +162,12 @@ def outputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, str
     """Every command's output in each language: {lang: {what: text}}."""
     sub = tmp_path_factory.mktemp("i18n") / "sub_1"
     shutil.copytree(ROOT / "exercises", sub)
-    (sub / "self_attention_v2.py").unlink()
+    (sub / "step06_self_attention_v2.py").unlink()
     for name, content in SUBMISSION.items():
         (sub / name).write_text(content if "\n" in content else (BUGGY / content).read_text(encoding="utf-8"))
     ws = tmp_path_factory.mktemp("ws") / "exercises"
     shutil.copytree(ROOT / "exercises", ws)
-    shutil.copy(BUGGY / "dot_sum_wrong_dim.py", ws / "dot_scores.py")
+    shutil.copy(BUGGY / "dot_sum_wrong_dim.py", ws / "step01_dot_scores.py")
     out: dict[str, dict[str, str]] = {}
     for lang in ("zh", "en"):
         got: dict[str, str] = {}

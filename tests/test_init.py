@@ -23,7 +23,7 @@ BIN = str(Path(sys.executable).parent)
 ENV = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", "ATTN_KATA_NO_DAEMON": "1",
        "ATTN_KATA_LANG": "en"}
 ENV.pop("ATTN_KATA_SECRET", None)
-SOLUTION = (ROOT / "solutions" / "dot_scores.py").read_text(encoding="utf-8")
+SOLUTION = (ROOT / "solutions" / "step01_dot_scores.py").read_text(encoding="utf-8")
 
 
 def kata(*args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -44,12 +44,12 @@ def test_init_lays_out_a_marked_workspace_in_the_learners_language(tmp_path: Pat
     assert done.returncode == 0, done.stderr
     ws = tmp_path / "ws"
     assert sorted(p.name for p in ws.glob("*.py")) == sorted(p.name for p in (ROOT / "exercises").glob("*.py"))
-    assert (ws / "dot_scores.py").read_text() == (ROOT / "exercises" / "dot_scores.py").read_text()
+    assert (ws / "step01_dot_scores.py").read_text() == (ROOT / "exercises" / "step01_dot_scores.py").read_text()
     assert "attn-kata check" in (ws / "README.md").read_text() and "步" in (ws / "README.md").read_text()
     assert json.loads((ws / ".attn-kata" / "workspace.json").read_text())["lang"] == "zh"
     again = kata("init", "ws", cwd=tmp_path)
     assert "not empty" in one_line_error(again)
-    assert (ws / "dot_scores.py").read_text() == (ROOT / "exercises" / "dot_scores.py").read_text()
+    assert (ws / "step01_dot_scores.py").read_text() == (ROOT / "exercises" / "step01_dot_scores.py").read_text()
     (tmp_path / "empty").mkdir()
     assert kata("init", "empty", cwd=tmp_path).returncode == 0  # an empty folder is fine
 
@@ -60,7 +60,7 @@ def test_commands_find_the_workspace_from_any_folder_inside_it(tmp_path: Path) -
     deep.mkdir(parents=True)
     stub = kata("check", "dot_scores", cwd=deep)
     assert stub.returncode == 1 and "not started" in stub.stdout, stub.stdout + stub.stderr
-    shutil.copy(ROOT / "solutions" / "dot_scores.py", tmp_path / "ws" / "dot_scores.py")
+    shutil.copy(ROOT / "solutions" / "step01_dot_scores.py", tmp_path / "ws" / "step01_dot_scores.py")
     solved = kata("check", "1", cwd=deep)
     assert solved.returncode == 0, solved.stdout + solved.stderr
     assert "passed" in kata("list", cwd=deep).stdout

@@ -19,7 +19,7 @@ from grader.report import StepResult
 
 pytestmark = pytest.mark.sandbox  # the counting runs in the confined worker
 ROOT = Path(__file__).resolve().parent.parent
-SOLUTION = (ROOT / "solutions" / "all_tokens.py").read_text(encoding="utf-8")
+SOLUTION = (ROOT / "solutions" / "step04_all_tokens.py").read_text(encoding="utf-8")
 LOOP_CHECK = "no Python loops: matrix products only"
 REST = textwrap.dedent("""
     def all_attention_weights(attn_scores):

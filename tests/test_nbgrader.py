@@ -336,7 +336,7 @@ def test_inline_check_in_a_real_kernel(tmp_path: Path) -> None:
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
     pytest.importorskip("ipykernel")
-    good = (Path(__file__).resolve().parent.parent / "solutions" / "dot_scores.py").read_text(encoding="utf-8")
+    good = (Path(__file__).resolve().parent.parent / "solutions" / "step01_dot_scores.py").read_text(encoding="utf-8")
     bad = "import torch\ndef attention_weights(scores):\n    return scores / scores.sum()\n"
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(good), nbformat.v4.new_code_cell(bad),

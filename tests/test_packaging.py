@@ -56,7 +56,7 @@ def test_nbgrader_commands_name_the_extra_when_nbgrader_is_missing(tmp_path: Pat
 
 # A submission that searches the installed package for the reference: by the path grader.settings computes, by
 # globs over every folder on sys.path and under sys.prefix, through the wheel's RECORD, and through /proc. Its
-# scores are right only when it has read a reference file (needle: a line only solutions/dot_scores.py holds).
+# scores are right only when it has read a reference file (needle: a line only solutions/step01_dot_scores.py holds).
 HUNTER = '''
 import glob, os, sys
 import torch
@@ -80,13 +80,13 @@ def _hunt():
             m = __import__(mod, fromlist=["x"])
             roots.add(os.path.dirname(m.__file__))
             if hasattr(m, "KATA_ROOT"):
-                _read(os.path.join(str(m.KATA_ROOT), "solutions", "dot_scores.py"), hits)
+                _read(os.path.join(str(m.KATA_ROOT), "solutions", "step01_dot_scores.py"), hits)
         except Exception:
             pass
     for root in roots:
         for where in (root, "/proc/self/root" + root, "/proc/1/root" + root):
-            _read(os.path.join(where, "grader", "kata", "solutions", "dot_scores.py"), hits)
-            _read(os.path.join(where, "kata", "solutions", "dot_scores.py"), hits)
+            _read(os.path.join(where, "grader", "kata", "solutions", "step01_dot_scores.py"), hits)
+            _read(os.path.join(where, "kata", "solutions", "step01_dot_scores.py"), hits)
             for pattern in ("*/*/solutions/*.py", "*/*/solutions/__pycache__/*", "*/*/*/solutions/*.py"):
                 for f in glob.glob(os.path.join(where, pattern)):
                     _read(f, hits)
@@ -217,18 +217,18 @@ def test_nbgrader_assignment_and_reset_from_the_wheel_use_the_bundled_kata(wheel
     assert out.returncode == 0, out.stderr[-2000:]
     nb = json.loads((tmp_path / "src" / "attention.ipynb").read_text())
     code = "".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
-    assert "torch.dot(x_i, query)" in code  # a line of solutions/dot_scores.py
+    assert "torch.dot(x_i, query)" in code  # a line of solutions/step01_dot_scores.py
     ws = tmp_path / "ws"
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "ATTN_KATA_NO_DAEMON": "1", "ATTN_KATA_LANG": "en"}
     init = subprocess.run([str(wheel_python), "-m", "grader", "init", str(ws)], capture_output=True, text=True,
                           cwd=tmp_path, timeout=300, env=env)
     assert init.returncode == 0, init.stderr
-    (ws / "dot_scores.py").write_text("# mine\n")
+    (ws / "step01_dot_scores.py").write_text("# mine\n")
     reset = subprocess.run([str(wheel_python), "-m", "grader", "reset", "dot_scores", "--yes"], capture_output=True,
                            text=True, cwd=ws, timeout=300, env=env)
     assert reset.returncode == 0, reset.stdout + reset.stderr
-    assert "grader/kata/exercises/dot_scores.py" in " ".join(reset.stdout.split()).replace(" ", ""), reset.stdout
-    assert "raise NotImplementedError" in (ws / "dot_scores.py").read_text()
+    assert "grader/kata/exercises/step01_dot_scores.py" in " ".join(reset.stdout.split()).replace(" ", ""), reset.stdout
+    assert "raise NotImplementedError" in (ws / "step01_dot_scores.py").read_text()
 
 
 def test_grants_leave_out_the_kata_below_any_grant(tmp_path: Path) -> None:

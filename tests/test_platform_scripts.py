@@ -74,7 +74,7 @@ def test_run_autograder_uses_setups_venv(tmp_path: Path, autograder_zip: Path) -
     fake.mkdir()
     (fake / "python3").write_text("#!/bin/sh\necho 'not this python' >&2\nexit 7\n")
     (fake / "python3").chmod(0o755)
-    shutil.copy(ROOT / "solutions" / "dot_scores.py", root / "submission" / "dot_scores.py")
+    shutil.copy(ROOT / "solutions" / "step01_dot_scores.py", root / "submission" / "dot_scores.py")
     env = {"PATH": f"{fake}:/usr/bin:/bin", "AUTOGRADER_ROOT": str(root), "HOME": str(tmp_path),
            "ATTN_KATA_NO_DAEMON": "1"}
     proc = subprocess.run(["bash", str(root / "run_autograder")], env=env, capture_output=True, text=True,
@@ -159,7 +159,7 @@ def test_prairielearns_untouched_starter_file_costs_no_attempt(tmp_path: Path) -
     untouched = pl_run(root)
     assert untouched["gradable"] is False and "defines none of the chapter's" in untouched["format_errors"][0]
     starter = (root / "student" / "attention.py").read_text(encoding="utf-8")
-    solved = starter + "\n" + (ROOT / "solutions" / "dot_scores.py").read_text(encoding="utf-8")
+    solved = starter + "\n" + (ROOT / "solutions" / "step01_dot_scores.py").read_text(encoding="utf-8")
     (root / "student" / "attention.py").write_text(solved, encoding="utf-8")
     attempt = pl_run(root)
     assert attempt["gradable"] is True and attempt["score"] > 0

@@ -46,7 +46,7 @@ def test_the_learners_loop_on_a_simulated_system(system: str, tmp_path: Path) ->
     assert stub.returncode == 1 and "not started" in stub.stdout, stub.stdout + stub.stderr
     assert "Traceback" not in stub.stdout + stub.stderr
     stub_file = next(ws.glob("*dot_scores.py"))
-    shutil.copy(ROOT / "solutions" / "dot_scores.py", stub_file)
+    shutil.copy(ROOT / "solutions" / "step01_dot_scores.py", stub_file)
     solved = _attn(system, ws, "check", "dot_scores")
     assert solved.returncode == 0, solved.stdout + solved.stderr
     if system == "darwin":  # the warm daemon runs there (its peer checked with getpeereid), on the portable backend
@@ -76,7 +76,7 @@ def test_the_learners_loop_on_a_simulated_system(system: str, tmp_path: Path) ->
 @pytest.mark.parametrize("system", ["darwin", "win32"])
 def test_a_secret_is_refused_on_the_portable_backend_with_the_reason(system: str, tmp_path: Path) -> None:
     sub = tmp_path / "sub.py"
-    shutil.copy(ROOT / "solutions" / "dot_scores.py", sub)
+    shutil.copy(ROOT / "solutions" / "step01_dot_scores.py", sub)
     out = _attn(system, tmp_path, "grade", str(sub), "--format", "json", "--secret", "course-key")
     assert out.returncode != 0
     assert "portable backend" in out.stderr and "Traceback" not in out.stderr, out.stderr

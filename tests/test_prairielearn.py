@@ -67,7 +67,7 @@ def test_the_question_folder(question: Path) -> None:
     run = question / "tests" / "run.sh"
     assert os.access(run, os.X_OK)
     assert (question / "tests" / "kata" / "grader" / "grading" / "engine.py").is_file()
-    assert (question / "tests" / "kata" / "solutions" / "causal_attention.py").is_file()
+    assert (question / "tests" / "kata" / "solutions" / "step09_causal_attention.py").is_file()
     assert not list((question / "tests").rglob("__pycache__")) and not (question / "tests" / "secret.txt").exists()
 
 
@@ -109,7 +109,7 @@ def test_run_script_grades_a_notebook(tmp_path: Path, question: Path) -> None:
 
 def test_run_script_with_the_editors_file_only(tmp_path: Path, question: Path) -> None:
     root = grade_root(tmp_path, question)
-    source = "\n".join((ROOT / "solutions" / f).read_text() for f in ("dot_scores.py",))
+    source = "\n".join((ROOT / "solutions" / f).read_text() for f in ("step01_dot_scores.py",))
     (root / "student" / "attention.py").write_text(source, encoding="utf-8")
     doc = run_script(root)
     dot = [t for t in doc["tests"] if t["name"].startswith("1. dot_scores")]

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 from grader import checks
-from grader.registry import STEPS
+from grader.registry import BY_ID, STEPS
 
 ROOT = Path(__file__).resolve().parent.parent
 MINE = "def test_mine():\n    assert sum([1, 2]) == 3\n"
-NODE = "exercises/causal_mask.py::test_causal_mask[future positions get exactly zero weight]"
+NODE = "exercises/step07_causal_mask.py::test_causal_mask[future positions get exactly zero weight]"
 
 
 def check_names() -> dict[str, list[str]]:
@@ -45,9 +45,9 @@ def workspace(tmp_path: Path, *, solved: bool, ini: str = "") -> Path:
         src = ROOT / ("solutions" if solved else "exercises") / s.file
         shutil.copyfile(src, ws / "exercises" / s.file)
     if solved:
-        mask = ws / "exercises" / "causal_mask.py"
+        mask = ws / "exercises" / "step07_causal_mask.py"
         mask.write_text(mask.read_text().replace("diagonal=1", "diagonal=0"))
-        shutil.copyfile(ROOT / "exercises" / "dropout.py", ws / "exercises" / "dropout.py")
+        shutil.copyfile(ROOT / "exercises" / "step08_dropout.py", ws / "exercises" / "step08_dropout.py")
     (ws / "test_mine.py").write_text(MINE)
     (ws / "pytest.ini").write_text("[pytest]\n" + ini)
     return ws
@@ -106,14 +106,14 @@ def test_verdicts_and_messages_are_the_graders_in_one_run(tmp_path: Path, env: d
     for step in report["steps"]:
         for name, c in zip(names[step["id"]], step["checks"], strict=True):
             message = step["message"] if step["status"] in ("not_started", "error") else c["message"]
-            want[f"exercises/{step['id']}.py::test_{step['id']}[{name}]"] = (c["passed"], message)
+            want[f"exercises/{BY_ID[step['id']].file}::test_{step['id']}[{name}]"] = (c["passed"], message)
     assert set(got) == set(want)
     assert sum(not ok for ok, _m in got.values()) == sum(not ok for ok, _m in want.values()) > 6
     for node, (ok, message) in want.items():
         assert got[node][0] == ok, node
         if not ok:
             assert message and message in got[node][1], (node, got[node][1])
-    mask = got["exercises/causal_mask.py::test_causal_mask[future positions get exactly zero weight]"][1]
+    mask = got["exercises/step07_causal_mask.py::test_causal_mask[future positions get exactly zero weight]"][1]
     assert "未来位置" in mask  # the check's name and the message, in Chinese
     assert "future positions" not in mask
 

@@ -33,7 +33,7 @@ from grader.grading import engine
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = ROOT / "solutions"
-GOOD = (SOLUTIONS / "causal_mask.py").read_text()  # every attack file also carries a correct step 7
+GOOD = (SOLUTIONS / "step07_causal_mask.py").read_text()  # every attack file also carries a correct step 7
 SECRET = "s3cr3t-XYZ-" + secrets.token_hex(6)
 
 # the worker's channel, found without gc (a stale socket object inherited from the zygote has a closed fd),
@@ -270,7 +270,7 @@ def test_batch_hostile_classmate_changes_no_other_score(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- the reference of a step still being judged
 
 KEY = secrets.randbelow(1 << 30) + (1 << 30)  # this run's System V key / key description: no other run's
-CA_SOURCE_LEN = len((SOLUTIONS / "causal_attention.py").read_bytes())
+CA_SOURCE_LEN = len((SOLUTIONS / "step09_causal_attention.py").read_bytes())
 _SYS = {"x86_64": (248, 250), "aarch64": (217, 219)}.get(platform.machine(), (-1, -1))  # add_key, keyctl
 
 IPC = f'''
@@ -379,7 +379,7 @@ def test_reference_cannot_reach_a_later_worker_through_ipc(tmp_path: Path, how: 
 def test_symlinked_files_in_a_submitted_folder_are_not_followed(tmp_path: Path) -> None:
     sub = tmp_path / "sub"
     sub.mkdir()
-    (sub / "causal_attention.py").symlink_to(SOLUTIONS / "causal_attention.py")
+    (sub / "causal_attention.py").symlink_to(SOLUTIONS / "step09_causal_attention.py")
     private = tmp_path / "private.txt"
     private.write_text(f"normalize_by_sum = 1\nthe key is {SECRET} here\n")
     (sub / "softmax.py").symlink_to(private)
@@ -755,7 +755,7 @@ def test_which_cases_are_public_does_not_depend_on_the_secret() -> None:
     for i in range(60):
         plans = checks.plans(f"another term {i}")
         assert {s: {c for c, case in cs.items() if case.public} for s, cs in plans.items()} == first, i
-    step = engine.grade(SOLUTIONS / "causal_mask.py", steps=["causal_mask"], secret="not-for-students").steps[0]
+    step = engine.grade(SOLUTIONS / "step07_causal_mask.py", steps=["causal_mask"], secret="not-for-students").steps[0]
     assert step.score == step.max_score, [(c.name, c.message) for c in step.checks if not c.passed]
 
 
@@ -1022,7 +1022,7 @@ def test_loops_bound_where_the_text_cannot_be_followed_are_not_loop_free(tmp_pat
     __code__, exec of a string) scored 5 of 5; each now loses the loop point, as a plain loop does (4 of 5).
     map() is a loop by another name. Honest code that calls model.eval(), setattr(self, ...) and assigns a
     layer's weights (exercise 3.1) keeps 5 of 5."""
-    clean = (SOLUTIONS / "all_tokens.py").read_text()
+    clean = (SOLUTIONS / "step04_all_tokens.py").read_text()
     loopy = ("def _loopy(inputs):\n    import torch\n"
              "    return torch.stack([inputs @ row for row in inputs])\n")
     attacks = {
@@ -1085,7 +1085,7 @@ def test_loops_behind_names_in_another_unicode_form_are_found(tmp_path: Path) ->
     all_attention_scores. The grader looked for the names in the raw text, so a file spelling all three
     functions that way, with loops, was never read and scored 5 of 5; a fullwidth `ｓｅｔａｔｔｒ` rebinding from
     another file must be seen too. Both lose the loop point now (4 of 5)."""
-    clean = (SOLUTIONS / "all_tokens.py").read_text()
+    clean = (SOLUTIONS / "step04_all_tokens.py").read_text()
     wide = "\uff41"  # fullwidth a: NFKC turns it into a
     looping = clean.replace("return inputs @ inputs.T", "return torch.stack([inputs @ row for row in inputs])")
     for name in ("all_attention_scores", "all_attention_weights", "all_context_vectors"):
@@ -1138,7 +1138,7 @@ def test_a_reference_kept_outside_the_kata_is_hidden_too(tmp_path: Path) -> None
     course = Path(sys.prefix) / "share" / f"attn-kata-course-{os.getpid()}"
     try:
         shutil.copytree(SOLUTIONS, course / "solutions", ignore=shutil.ignore_patterns("__pycache__"))
-        target = course / "solutions" / "dot_scores.py"
+        target = course / "solutions" / "step01_dot_scores.py"
         p = tmp_path / "peek.py"
         p.write_text(textwrap.dedent(f"""
             def attention_scores(inputs, query):
@@ -1173,7 +1173,7 @@ def test_a_zygote_started_before_the_reference_was_named_is_replaced(tmp_path: P
     course = Path(sys.prefix) / "share" / f"attn-kata-course-early-{os.getpid()}"
     try:
         shutil.copytree(SOLUTIONS, course / "solutions", ignore=shutil.ignore_patterns("__pycache__"))
-        target = course / "solutions" / "dot_scores.py"
+        target = course / "solutions" / "step01_dot_scores.py"
         p = tmp_path / "peek.py"
         p.write_text(textwrap.dedent(f"""
             def attention_scores(inputs, query):

@@ -91,18 +91,18 @@ def _bodies_are_stubs(tree: ast.Module) -> list[str]:
     return bad
 
 
-def readme_rows(tree: Tree = CHECKOUT) -> dict[str, tuple[str, str, str]] | None:
-    """The README's step table, between its markers: step id -> (number, what you write, book §); None without
-    the markers."""
+def readme_rows(tree: Tree = CHECKOUT) -> dict[str, tuple[str, str, str, str]] | None:
+    """The README's step table, between its markers: step id -> (number, what you write, book §, file); None
+    without the markers."""
     text = tree.readme.read_text(encoding="utf-8")
     start, end = dev.STEPS_MARKERS
     if text.count(start) != 1 or text.count(end) != 1:
         return None
     rows = {}
     for line in text.split(start)[1].split(end)[0].splitlines():
-        m = re.fullmatch(r"\| (\d+) \| `([a-z0-9_]+)` \| (.+) \| ([^|]+) \|", line.strip())
+        m = re.fullmatch(r"\| (\d+) \| `([a-z0-9_]+)` \| `([\w.]+)` \| (.+) \| ([^|]+) \|", line.strip())
         if m:
-            rows[m[2]] = (m[1], m[3], m[4].strip())
+            rows[m[2]] = (m[1], m[4], m[5].strip(), m[3])
     return rows
 
 
@@ -147,9 +147,9 @@ def missing_parts(step: Step, checks: dict[str, list[str]], tree: Tree = CHECKOU
     row = (rows or {}).get(step.id)
     if rows is None:
         missing.append(f"the README's step table between {' and '.join(dev.STEPS_MARKERS)} (python -m grader.dev docs)")
-    elif row is None or row[0] != str(step.number) or step.section not in row[2] \
+    elif row is None or row[0] != str(step.number) or step.section not in row[2] or row[3] != step.file \
             or not all(name in row[1] for name in step.names if step.names != (step.id,)):
-        missing.append("its row in the README's step table (number, names, section: python -m grader.dev docs)")
+        missing.append("its row in the README's step table (number, file, names, section: python -m grader.dev docs)")
     return missing
 
 

@@ -32,7 +32,7 @@ def _check(ws: Path) -> subprocess.CompletedProcess:
 def _workspace(tmp_path: Path, source: str) -> Path:
     ws = tmp_path / "exercises"
     shutil.copytree(ROOT / "exercises", ws)
-    (ws / "dot_scores.py").write_text(source, encoding="utf-8")
+    (ws / "step01_dot_scores.py").write_text(source, encoding="utf-8")
     return ws
 
 

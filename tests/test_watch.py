@@ -43,7 +43,7 @@ def test_watch_regrades_on_save_and_moves_on_when_asked(tmp_path: Path, record_p
         child.expect("q: quit")  # the first screen is complete: watching from now on
         time.sleep(0.3)
         saved = time.monotonic()
-        shutil.copy(ROOT / "solutions" / "dot_scores.py", ws / "dot_scores.py")  # the learner saves
+        shutil.copy(ROOT / "solutions" / "step01_dot_scores.py", ws / "step01_dot_scores.py")  # the learner saves
         # the spawn's time-out (120 s) is only a hang guard: how fast feedback comes is benchmarks/' business,
         # the latency is recorded here for the junit report, never asserted
         child.expect_exact("[#-------------] 1/14")
@@ -54,7 +54,8 @@ def test_watch_regrades_on_save_and_moves_on_when_asked(tmp_path: Path, record_p
         child.expect("q: quit")
         # a broken save shows the new result too, still on the same step
         saved = time.monotonic()
-        (ws / "dot_scores.py").write_text("def attention_scores(inputs, query):\n    return (inputs @ query) * 2\n")
+        (ws / "step01_dot_scores.py").write_text(
+            "def attention_scores(inputs, query):\n    return (inputs @ query) * 2\n")
         child.expect("partial|failed")
         print(f"save-to-feedback latency (second save): {(time.monotonic() - saved) * 1000:.0f} ms")
         child.expect("q: quit")
@@ -76,7 +77,7 @@ def test_watch_regrades_on_save_and_moves_on_when_asked(tmp_path: Path, record_p
 def test_watch_starts_at_the_first_open_step_in_chinese(tmp_path: Path) -> None:
     ws = tmp_path / "exercises"
     shutil.copytree(ROOT / "exercises", ws)
-    shutil.copy(ROOT / "solutions" / "dot_scores.py", ws / "dot_scores.py")
+    shutil.copy(ROOT / "solutions" / "step01_dot_scores.py", ws / "step01_dot_scores.py")
     assert kata("check", "dot_scores", "--path", str(ws)).returncode == 0
     child = spawn_watch(ws, lang="zh")
     try:
@@ -100,11 +101,11 @@ def test_solution_unlocks_once_the_step_passed(tmp_path: Path) -> None:
     assert locked.returncode == 1
     assert "unlocks once the step passes" in locked.stdout
     assert "def attention_scores" not in locked.stdout
-    shutil.copy(ROOT / "solutions" / "dot_scores.py", ws / "dot_scores.py")
+    shutil.copy(ROOT / "solutions" / "step01_dot_scores.py", ws / "step01_dot_scores.py")
     assert kata("check", "1", "--path", str(ws)).returncode == 0
     shown = kata("solution", "1", "--path", str(ws))
     assert shown.returncode == 0, shown.stdout
-    assert shown.stdout == (ROOT / "solutions" / "dot_scores.py").read_text(encoding="utf-8")
+    assert shown.stdout == (ROOT / "solutions" / "step01_dot_scores.py").read_text(encoding="utf-8")
     still_locked = kata("--lang", "zh", "solution", "softmax", "--path", str(ws))
     assert still_locked.returncode == 1 and "解锁" in still_locked.stdout
 
@@ -113,19 +114,19 @@ def test_reset_asks_then_restores_the_stub_and_keeps_a_backup(tmp_path: Path) ->
     ws = tmp_path / "exercises"
     shutil.copytree(ROOT / "exercises", ws)
     mine = "def causal_mask(num_tokens):\n    return 42\n"
-    (ws / "causal_mask.py").write_text(mine)
+    (ws / "step07_causal_mask.py").write_text(mine)
     declined = kata("reset", "causal_mask", "--path", str(ws), input="n\n")
     assert declined.returncode == 1
-    assert (ws / "causal_mask.py").read_text() == mine
+    assert (ws / "step07_causal_mask.py").read_text() == mine
     done = kata("reset", "7", "--path", str(ws), input="y\n")
     assert done.returncode == 0, done.stdout + done.stderr
-    assert (ws / "causal_mask.py").read_text(encoding="utf-8") == (ROOT / "exercises" / "causal_mask.py").read_text(
-        encoding="utf-8")
+    stub = ROOT / "exercises" / "step07_causal_mask.py"
+    assert (ws / "step07_causal_mask.py").read_text(encoding="utf-8") == stub.read_text(encoding="utf-8")
     backups = list((ws / ".attn-kata" / "backup").glob("causal_mask-*.py"))
     assert [b.read_text() for b in backups] == [mine]
-    (ws / "causal_mask.py").write_text(mine)
+    (ws / "step07_causal_mask.py").write_text(mine)
     assert kata("reset", "causal_mask", "--path", str(ws), "--yes").returncode == 0
-    assert "NotImplementedError" in (ws / "causal_mask.py").read_text(encoding="utf-8")
+    assert "NotImplementedError" in (ws / "step07_causal_mask.py").read_text(encoding="utf-8")
 
 
 def test_stubs_can_be_made_from_the_solutions() -> None:
@@ -143,7 +144,7 @@ def test_progress_bar() -> None:
 def test_check_in_a_terminal_draws_the_failing_weights(tmp_path: Path) -> None:
     ws = tmp_path / "exercises"
     shutil.copytree(ROOT / "exercises", ws)
-    shutil.copy(ROOT / "tests" / "fixtures" / "buggy" / "mask_fill_zero.py", ws / "causal_mask.py")
+    shutil.copy(ROOT / "tests" / "fixtures" / "buggy" / "mask_fill_zero.py", ws / "step07_causal_mask.py")
     child = pexpect.spawn(sys.executable, ["-m", "grader", "--lang", "en", "check", "causal_mask", "--path", str(ws)],
                           cwd=str(ROOT), encoding="utf-8", timeout=120, dimensions=(60, 160),
                           env={"PATH": "/usr/bin:/bin", "TERM": "xterm-256color", "HOME": str(tmp_path),
@@ -171,7 +172,7 @@ def test_reset_finds_the_stub_in_the_learners_git_history(tmp_path: Path) -> Non
         subprocess.run(["git", "-C", str(tmp_path), "-c", "user.name=l", "-c", "user.email=l@x", *args],
                        check=True, capture_output=True)
 
-    stub = (ROOT / "exercises" / "causal_mask.py").read_text(encoding="utf-8")
+    stub = (ROOT / "exercises" / "step07_causal_mask.py").read_text(encoding="utf-8")
     target = tmp_path / "causal_mask.py"
     git("init", "-q")
     target.write_text(stub, encoding="utf-8")

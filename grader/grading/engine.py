@@ -364,7 +364,7 @@ def _collect(started: Started, *, secret: str | None, timeout: float,
                 deadline = time.monotonic() + budget
             asked = []
             for step in todo:
-                unit = sub.unit_for(step.file)
+                unit = sub.unit_for(step)
                 err = errors.get(unit) if unit else None
                 if any(n in names for n in step.names):
                     asked.append(step)

@@ -16,7 +16,8 @@ from pathlib import Path
 
 from grader import limits
 from grader.i18n import _
-from grader.registry import STEPS
+from grader.registry import BY_ID, STEP_FILES, Step
+from grader.submission import step_files
 
 MAX_SOURCE_BYTES = limits.SOURCE_BYTES  # code: a module, or a notebook's code cells together
 MAX_NOTEBOOK_BYTES = limits.NOTEBOOK_BYTES  # a notebook file, outputs included (they are never read)
@@ -48,8 +49,10 @@ class SubmissionError(Exception):
 class Unit:
     """A piece of source the worker executes: a module file, or one notebook cell."""
 
-    module: str  # module name the worker gives it ("causal_attention", "submission", "notebook")
-    label: str  # how the learner knows it: "causal_attention.py", "cell 7"
+    # module name the worker gives it ("causal_attention": a step's id, whichever of its two names the file has, and
+    # the worker serves it under the other too; "submission", "notebook")
+    module: str
+    label: str  # how the learner knows it: "step09_causal_attention.py", "causal_attention.py", "cell 7"
     source: str
 
     @functools.cached_property
@@ -83,11 +86,10 @@ class Submission:
     def name(self) -> str:
         return shown(self.path.name)
 
-    def unit_for(self, step_file: str) -> str | None:
+    def unit_for(self, step: Step) -> str | None:
         """For a directory, the module that should define a step; one shared module otherwise."""
         if self.kind == "dir":
-            mod = step_file.removesuffix(".py")
-            return mod if any(u.module == mod for u in self.units) else None
+            return step.id if any(u.module == step.id for u in self.units) else None
         return self.units[0].module if self.units else None
 
 
@@ -206,6 +208,11 @@ def _v4_cells(text: str) -> list | None:
     return None
 
 
+def _step_number(file: str) -> int:
+    """The number of the step whose file `file` is (either name)."""
+    return next(s.number for s in BY_ID.values() if file in s.files)
+
+
 def read_submission(path: str | Path) -> Submission:
     p = Path(path)
     if p.is_symlink():
@@ -215,10 +222,12 @@ def read_submission(path: str | Path) -> Submission:
     if p.is_dir():
         notes = [_("{name} is a symbolic link or not a regular file: not read").format(name=shown(f.name))
                  for f in sorted(p.glob("*.py")) if not _regular(f)]
-        units = [Unit(s.id, s.file, _read_text(p / s.file)) for s in STEPS if _regular(p / s.file)]
+        files, both = step_files(p)  # a step's file under its numbered or its older name (grader.submission)
+        notes += [_("{graded} and {other} are both step {n}'s file: {graded} is graded, {other} is not read").format(
+            graded=shown(graded), other=shown(other), n=_step_number(graded)) for graded, other in both]
+        units = [Unit(sid, path.name, _read_text(path)) for sid, path in files.items()]
         # helper modules the learner may import from their own files
-        known = {s.file for s in STEPS}
-        helpers = [f for f in sorted(p.glob("*.py")) if f.name not in known and f.stem.isidentifier()
+        helpers = [f for f in sorted(p.glob("*.py")) if f.name not in STEP_FILES and f.stem.isidentifier()
                    and not f.name.startswith(("test_", "conftest")) and _regular(f)]
         if len(helpers) > MAX_HELPER_FILES:
             raise SubmissionError(_("the folder has {n} helper modules; the limit is {limit}").format(

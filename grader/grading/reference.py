@@ -13,6 +13,7 @@ from typing import Any
 
 from grader.registry import STEPS, Step
 from grader.settings import KATA_ROOT
+from grader.submission import step_path
 
 
 def solutions_dir() -> Path:
@@ -22,12 +23,14 @@ def solutions_dir() -> Path:
 
 @functools.cache
 def namespace() -> dict[str, Any]:
-    """Import solutions/*.py under their bare names, then take them out of sys.modules again,
-    so a learner's `from causal_attention import ...` never finds the reference."""
+    """Import solutions/*.py under their bare names (a step's id, its numbered name served as the same module), then
+    take them out of sys.modules again, so a learner's `from causal_attention import ...` never finds the reference.
+    A solutions folder (ATTN_KATA_SOLUTIONS) may name its files either way (grader.submission.step_path)."""
     from grader.worker.serve import UnitFinder
 
     root = solutions_dir()
-    units = [(s.id, str(root / s.file), (root / s.file).read_text(encoding="utf-8")) for s in STEPS]
+    paths = [(s, step_path(root, s)) for s in STEPS]
+    units = [(s.id, str(path), path.read_text(encoding="utf-8")) for s, path in paths]
     finder = UnitFinder(units)
     sys.meta_path.insert(0, finder)
     ns: dict[str, Any] = {}
@@ -39,6 +42,7 @@ def namespace() -> dict[str, Any]:
         sys.meta_path.remove(finder)
         for s in STEPS:
             sys.modules.pop(s.id, None)
+            sys.modules.pop(s.stem, None)
     return ns
 
 

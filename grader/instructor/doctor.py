@@ -23,6 +23,7 @@ from grader.grading import reference
 from grader.grading.engine import request
 from grader.pool.session import Worker
 from grader.registry import BY_ID
+from grader.submission import step_path
 
 # Shared by the worker's attack and the control run here: look for `needles` (bytes) in every object the
 # garbage collector sees, in sys.modules and linecache, and in the process's own memory, read with
@@ -452,8 +453,8 @@ def _needles() -> list[list[int]]:
     """What only the reference holds: the bytecode of its forward passes and a line of its source."""
     ns = reference.namespace()
     codes = [ns[n].forward.__code__.co_code for n in ("CausalAttention", "MultiHeadAttention")]
-    line = next(ln.strip() for ln in (reference.solutions_dir() / "causal_attention.py").read_text().splitlines()
-                if "masked_fill_" in ln)
+    source = step_path(reference.solutions_dir(), BY_ID["causal_attention"]).read_text()
+    line = next(ln.strip() for ln in source.splitlines() if "masked_fill_" in ln)
     return [list(c) for c in codes] + [list(line.encode())]
 
 
@@ -522,7 +523,7 @@ def diagnose(secret: str | None = None, config: dict[str, Any] | None = None) ->
     os.chmod(datagram, 0o777)
     src = PROBE.format(hunt=HUNT, ref_names=tuple(reference.namespace()), ref_needles=needles,
                        secret_needle=list(held[0]), port=listener.getsockname()[1],
-                       kata_file=str(reference.solutions_dir() / "dot_scores.py"), outside=outside,
+                       kata_file=str(step_path(reference.solutions_dir(), BY_ID["dot_scores"])), outside=outside,
                        graders_file=graders_file, owned=owned, lock_file=os.__file__,
                        grader_pid=os.getpid(), abstract=abstract, pathname=pathname, datagram=datagram, shm_key=shm_key,
                        terminal=os.ttyname(terminal_fds[1]))

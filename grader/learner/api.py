@@ -14,7 +14,7 @@ from grader.registry import BY_ID, STEPS
 from grader.render import reporters
 from grader.report import Report
 from grader.settings import DEFAULT_TIMEOUT, resolve_secret
-from grader.submission import STATE_DIR, graded
+from grader.submission import STATE_DIR, graded, step_path
 
 __all__ = ["DEFAULT_TIMEOUT", "STATE_DIR", "check", "default_lang", "grade", "grade_report", "hint", "list_steps"]
 
@@ -156,7 +156,7 @@ def check(*, workspace: str | Path = "exercises", steps: list[str] | None = None
         console.print(tip, markup=False, highlight=False)
     else:
         tip = i18n.translate(lang, N_("next: edit {path}; stuck? `attn-kata hint {step}`")).format(
-            path=target if target.suffix == ".ipynb" else Path(workspace) / f"{nxt.id}.py", step=nxt.id)
+            path=target if target.suffix == ".ipynb" else step_path(workspace, BY_ID[nxt.id]), step=nxt.id)
         console.print(tip, markup=False, highlight=False)
     return all(s.status == "passed" for s in report.steps)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from grader import i18n
 from grader.i18n import N_
-from grader.registry import BY_ID, STEPS, Step
+from grader.registry import BY_MODULE, STEPS, Step
 from grader.settings import KATA_ROOT, grader_version
 from grader.submission import MARKER, STATE_DIR
 
@@ -26,7 +26,7 @@ README = (
        "- `attn-kata hint STEP`: the next hint; `attn-kata solution STEP` once a step has passed\n"
        "- `attn-kata reset STEP`: put a step's stub back (your version is kept in `.attn-kata/backup/`)"),
 )
-README_FILES = N_("Write each step in its own file here, starting with `dot_scores.py`: replace "
+README_FILES = N_("Write each step in its own file here, starting with `{file}`: replace "
                   "`raise NotImplementedError` with your code.")
 README_NOTEBOOK = N_("Open `attention.ipynb` in Jupyter: write each step in its cell, then run the `check(...)` "
                      "cell below it. `attn-kata check` in this folder grades the notebook too.")
@@ -55,7 +55,7 @@ def split_stub(text: str) -> tuple[str, list[str]]:
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             drop |= lines
             module = node.module if isinstance(node, ast.ImportFrom) else None
-            if module is None or module.split(".")[0] not in BY_ID:
+            if module is None or module.split(".")[0] not in BY_MODULE:
                 imports.append(ast.get_source_segment(text, node) or "")
     code = "\n".join(line for n, line in enumerate(text.splitlines(), start=1) if n not in drop)
     return code.strip("\n") + "\n", imports
@@ -88,12 +88,14 @@ def notebook(lang: str) -> dict:
             "nbformat": 4, "nbformat_minor": 5}
 
 
-README_ORDER = N_("The files in step order (an editor lists them alphabetically):")
+README_ORDER = N_("The files, one per step (numbered, so that every file list shows them in step order):")
 
 
 def readme(lang: str, with_notebook: bool) -> str:
-    parts = [i18n.translate(lang, p) for p in (*README[:2], README_NOTEBOOK if with_notebook else README_FILES)]
-    if not with_notebook:  # the step files keep their names (later steps import earlier ones by them): an index
+    parts = [i18n.translate(lang, p) for p in README[:2]]
+    parts.append(i18n.translate(lang, README_NOTEBOOK) if with_notebook else
+                 i18n.translate(lang, README_FILES).format(file=STEPS[0].file))
+    if not with_notebook:  # an index of the step files (registry.Step.file), with their titles
         with i18n.using(lang):
             parts.append(i18n._(README_ORDER) + "\n\n" + "\n".join(
                 f"- `{s.file}`: {i18n.step_title(s)}" for s in STEPS))

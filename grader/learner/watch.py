@@ -29,7 +29,7 @@ from grader import i18n, limits
 from grader.i18n import N_
 from grader.registry import BY_ID, STEPS, Step
 from grader.settings import DEFAULT_TIMEOUT, KATA_ROOT
-from grader.submission import graded
+from grader.submission import graded, step_path
 
 POLL = limits.WATCH_POLL
 WATCHED = (".py", ".ipynb")
@@ -179,7 +179,7 @@ class Watcher:
         reporters.table(report, c, lang=self.lang)
         if result.status in ("failed", "partial"):
             heatmap.print_failing(report, mats, c, self.lang)
-        path = graded(self.ws) if graded(self.ws).suffix == ".ipynb" else self.ws / step.file
+        path = graded(self.ws) if graded(self.ws).suffix == ".ipynb" else step_path(self.ws, step)
         if result.status == "passed":
             nxt = self.next_open()
             if nxt is not None:
@@ -467,7 +467,7 @@ def stub_source(step: Step, target: Path) -> tuple[str, str] | None:
         return text, "git"
     from grader.grading.reference import solutions_dir
 
-    sol = solutions_dir() / step.file
+    sol = step_path(solutions_dir(), step)
     try:
         return (stub_from_solution(sol.read_text(encoding="utf-8")),
                 i18n._("{path} (made from the solution)").format(path=sol))
@@ -484,7 +484,7 @@ def reset_step(*, step: str, workspace: str | Path = "exercises", lang: str = "e
 
     s = BY_ID[step]
     ws = Path(workspace)
-    target = ws / s.file
+    target = step_path(ws, s)  # the file grading reads: its numbered name, or the older one of an older workspace
     console = Console()
     found = stub_source(s, target)
     if found is None:
@@ -545,7 +545,7 @@ def show_solution(*, step: str, workspace: str | Path = "exercises", lang: str =
             _t("never", lang)
         console.print(_t("locked", lang, step=s.id, status=shown), style="yellow", markup=False, highlight=False)
         return 1
-    path = solutions_dir() / s.file
+    path = step_path(solutions_dir(), s)  # a course's own solutions folder may use the older names
     try:
         text = path.read_text(encoding="utf-8")
     except OSError:

@@ -188,8 +188,8 @@ def init(directory: Path, *, path: str = "exercises", lang: str = "en", install:
     workspace = directory / path
     if not is_workspace(workspace):
         workspace.mkdir(parents=True, exist_ok=True)
-        for stub in sorted((KATA_ROOT / "exercises").glob("*.py")):
-            shutil.copyfile(stub, workspace / stub.name)
+        for step in STEPS:
+            shutil.copyfile(KATA_ROOT / "exercises" / step.file, workspace / step.file)
         written.append(workspace)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(workflow(path=path, lang=lang, install=install, python=python), encoding="utf-8")

@@ -4,7 +4,7 @@ Registered through the `pytest11` entry point (`attn_kata`), it does nothing unl
 command line or `kata = true` in the ini file. Then every check of every step becomes one item, collected
 under the step's file in the learner's workspace:
 
-    exercises/causal_mask.py::test_causal_mask[future positions get exactly zero weight]
+    exercises/step07_causal_mask.py::test_causal_mask[future positions get exactly zero weight]
 
 Node ids use the checks' English names, whatever the language, so an IDE's list stays stable; the failure
 message is the grader's, in the learner's language (`--kata-lang`, else the same default as `attn-kata`).
@@ -194,8 +194,9 @@ class KataSession:
             if file_path.resolve() != self.target:
                 return None
             steps = [s.id for s in STEPS]
-        elif file_path.parent.resolve() == self.workspace:
-            steps = [s.id for s in STEPS if s.file == file_path.name]
+        elif file_path.parent.resolve() == self.workspace:  # the file grading reads, under either name
+            files, _both = submission.step_files(self.workspace)
+            steps = [sid for sid, path in files.items() if path.name == file_path.name]
         else:
             return None
         if not steps:

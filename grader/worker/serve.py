@@ -16,13 +16,14 @@ import sys
 import time
 import traceback
 import types
+import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
 
 from grader import limits
-from grader.registry import ALL_NAMES
+from grader.registry import ALL_NAMES, BY_MODULE
 from grader.sandbox import channel, common
 from grader.worker import counting, probes, standins
 
@@ -32,23 +33,36 @@ MAX_RESULT_ELEMENTS = limits.CASE_ELEMENTS  # per case; honest answers are a few
 
 
 class UnitFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Serves the submission's files as importable modules, from memory."""
+    """Serves the submission's files as importable modules, from memory. A step's file is its id's module
+    (`causal_attention`), whichever name the file has; its other name (`step09_causal_attention`, registry.Step.stem)
+    is the same module object, so a learner's `from step09_causal_attention import …` and `from causal_attention
+    import …` both reach the learner's own file (or, for a later step's grading, the stand-ins put in its place)."""
 
     def __init__(self, units: list[tuple[str, str, str]]):
         self.sources = {}
         for module, label, source in units:
             if module not in self.sources:
                 self.sources[module] = (label, source)
+        self.aliases = {name: step.id for name, step in BY_MODULE.items()
+                        if name != step.id and step.id in self.sources and name not in self.sources}
+        self.run: weakref.WeakSet[types.ModuleType] = weakref.WeakSet()  # module objects run (or running)
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> importlib.machinery.ModuleSpec | None:
         if fullname in self.sources:
             return importlib.util.spec_from_loader(fullname, self, origin=self.sources[fullname][0])
+        if fullname in self.aliases:
+            return importlib.util.spec_from_loader(fullname, self, origin=self.sources[self.aliases[fullname]][0])
         return None
 
-    def create_module(self, spec: importlib.machinery.ModuleSpec) -> None:
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType | None:
+        if spec.name in self.aliases:  # the other name of a step's module: that module itself, imported (once)
+            return importlib.import_module(self.aliases[spec.name])
         return None
 
     def exec_module(self, module: types.ModuleType) -> None:
+        if module in self.run:
+            return  # reached by its step's other name: create_module returned the module, already run (or running)
+        self.run.add(module)
         label, source = self.sources[module.__name__]
         _remember(label, source)
         exec(compile(source, label, "exec"), module.__dict__)

@@ -19,7 +19,7 @@ from typing import Any
 
 from grader.i18n import step_title
 from grader.learner.kernel import grade_sources, kernel_sources
-from grader.registry import BY_ID, STEPS, Step
+from grader.registry import BY_ID, BY_MODULE, STEPS, Step
 from grader.settings import KATA_ROOT
 
 ROOT = KATA_ROOT
@@ -92,7 +92,7 @@ def _solution_source(step: Step) -> tuple[str, list[str]]:
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             drop.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
             mod = node.module if isinstance(node, ast.ImportFrom) else None
-            if mod is None or mod.split(".")[0] not in BY_ID:  # imports of sibling steps: defined above
+            if mod is None or mod.split(".")[0] not in BY_MODULE:  # imports of sibling steps: defined above
                 imports.append(ast.get_source_segment(text, node) or "")
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             wrap(node)

@@ -10,7 +10,8 @@ def _steal(name):
     for obj in gc.get_objects():
         if isinstance(obj, type) and obj.__name__ == name and obj.__module__ != __name__:
             return obj
-    for mod in ("solutions.dot_scores", "dot_scores", "grader.grading.reference"):
+    for mod in ("solutions.step01_dot_scores", "step01_dot_scores", "solutions.dot_scores", "dot_scores",
+                "grader.grading.reference"):
         try:
             m = importlib.import_module(mod)
             ns = m.namespace() if hasattr(m, "namespace") else vars(m)
