@@ -12,7 +12,7 @@ Check: `attn-kata check two_dim_output`; stuck? `attn-kata hint two_dim_output`.
 """
 
 import torch.nn as nn
-from multihead_wrapper import MultiHeadAttentionWrapper
+from step10_multihead_wrapper import MultiHeadAttentionWrapper
 
 
 def two_dim_wrapper(d_in: int, context_length: int, dropout: float) -> nn.Module:

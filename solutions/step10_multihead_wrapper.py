@@ -12,7 +12,7 @@ Check: `attn-kata check multihead_wrapper`; stuck? `attn-kata hint multihead_wra
 
 import torch
 import torch.nn as nn
-from causal_attention import CausalAttention
+from step09_causal_attention import CausalAttention
 
 
 class MultiHeadAttentionWrapper(nn.Module):

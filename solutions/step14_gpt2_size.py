@@ -11,7 +11,7 @@ Check: `attn-kata check gpt2_size`; stuck? `attn-kata hint gpt2_size`.
 """
 
 import torch.nn as nn
-from multihead_attention import MultiHeadAttention
+from step11_multihead_attention import MultiHeadAttention
 
 
 def gpt2_attention(dropout: float = 0.0) -> nn.Module:
