@@ -75,6 +75,13 @@ def test_the_kata_lists_its_files_in_step_order(folder: str) -> None:
     assert sorted(f for f in os.listdir(ROOT / folder) if f.endswith(".py")) == [s.file for s in STEPS]
 
 
+@pytest.mark.parametrize("folder", ["exercises", "solutions"])
+def test_the_kata_imports_earlier_steps_by_their_numbered_names(folder: str) -> None:
+    imported = {m[1] for s in STEPS for m in re.finditer(r"^from (\w+) import", (ROOT / folder / s.file).read_text(),
+                                                          re.M) if m[1] in BY_MODULE}
+    assert imported == {"step09_causal_attention", "step10_multihead_wrapper", "step11_multihead_attention"}
+
+
 def test_a_new_workspace_lists_its_step_files_in_step_order(tmp_path: Path) -> None:
     ws = init_mod.init(tmp_path / "ws", lang="en")
     assert sorted(f for f in os.listdir(ws) if f.endswith(".py")) == [s.file for s in STEPS]
