@@ -1,4 +1,4 @@
-# @CAUSAL_MASK_SOLUTION@: tests/test_attacks.py puts solutions/causal_mask.py here (a correct step 7)
+# @CAUSAL_MASK_SOLUTION@: tests/test_attacks.py puts the reference's causal_mask here (a correct step 7)
 
 
 
