@@ -25,6 +25,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 GOAL = 3.0
 
+import results  # noqa: E402  (benchmarks/results.py, beside this script)
+
 from grader.registry import STEPS  # noqa: E402  (after the path: the benchmark runs from a checkout)
 
 # a notebook has one namespace: the stubs' imports of earlier steps' modules are not there
@@ -68,13 +70,21 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("-n", type=int, default=3)
     ap.add_argument("--steps", nargs="*", default=[])
+    ap.add_argument("--no-record", action="store_true", help="leave benchmarks/RESULTS.md and the README alone")
     args = ap.parse_args()
     rounds = [one_round(args.steps) for _ in range(args.n)]
+    lines = []
     for key in rounds[0]:
         ts = [r[key] for r in rounds]
-        print(f"{key:40s} median {statistics.median(ts):.3f} s of {args.n}  ({', '.join(f'{t:.2f}' for t in ts)})")
+        lines.append(f"{key:40s} median {statistics.median(ts):.3f} s of {args.n}  "
+                     f"({', '.join(f'{t:.2f}' for t in ts)})")
     first = statistics.median(r["first check()"] for r in rounds)
-    print(f"first check() in a fresh kernel: {first:.2f} s (goal < {GOAL:g} s): {'met' if first < GOAL else 'NOT met'}")
+    lines.append(f"first check() in a fresh kernel: {first:.2f} s (goal < {GOAL:g} s): "
+                 f"{'met' if first < GOAL else 'NOT met'}")
+    print("\n".join(lines))
+    what = ", ".join(args.steps) or "all steps"
+    results.record("bench_notebook", lines, {f"a notebook's first `check()` ({what}) in a fresh kernel (wall)":
+                                             f"{first:.2f} s"})
 
 
 if __name__ == "__main__":
