@@ -23,6 +23,7 @@ import contextlib
 import functools
 import gettext
 import locale
+import math
 import os
 from collections.abc import Iterator, Mapping
 from contextvars import ContextVar
@@ -152,6 +153,22 @@ def step_title(step: Any, lang: str | None = None) -> str:
     return f"Step {step.number} · {step.title}" + (f" (§{section})" if section else "")
 
 
+# the functions a "call" node may name, by name: what crosses a process as JSON (`to_data`) names its function so
+_CALLS: dict[str, Any] = {}
+
+
+def wording(name: str) -> Any:
+    """Register a function of (*args, lang) that a Text may call when it is worded, under `name`."""
+    def register(fn: Any) -> Any:
+        _CALLS[name] = fn
+        fn.wording_name = name
+        return fn
+    return register
+
+
+_CALLS.update(step_title=step_title, step_name=step_name)  # their step goes by its id (`to_data`)
+
+
 class Text(str):
     """A message not yet worded: a msgid with its parameters, parts joined, a step's title. Its str value is the
     English text (so logs, comparisons and the English JSON read it as before); `worded(lang)` says it in `lang`.
@@ -189,6 +206,7 @@ class Text(str):
         return Text(("cat", (other, self)))
 
 
+@wording("str")
 def _str_method(name: str, text: Any, *args: Any, lang: str) -> str:
     return getattr(str(word(text, lang)), name)(*args)
 
@@ -214,6 +232,58 @@ def join(sep: str, parts: Any) -> str:
             out.append(sep)
         out.append(p)
     return Text(("cat", tuple(out)))
+
+
+def to_data(value: Any) -> Any:
+    """A message as JSON holds it, to be worded in another process (`from_data`): a plain str, int, float, bool or
+    None as it is; a Text as {"text": its node}; anything else (an exception) as its str."""
+    if isinstance(value, Text):
+        return {"text": _node_data(value.node)}
+    if type(value) is float and not math.isfinite(value):  # JSON holds no NaN or Inf: by name
+        return {"float": repr(value)}
+    if value is None or isinstance(value, str | int | float | bool):
+        return value if type(value) in (str, int, float, bool) or value is None else str(value)
+    return str(value)
+
+
+def _node_data(node: tuple[Any, ...]) -> list[Any]:
+    kind = node[0]
+    if kind == "msg":
+        return ["msg", node[1]]
+    if kind == "fmt":
+        return ["fmt", to_data(node[1]), [to_data(a) for a in node[2]], {k: to_data(v) for k, v in node[3].items()}]
+    if kind == "cat":
+        return ["cat", [to_data(p) for p in node[1]]]
+    fn, args = node[1], node[2]
+    if fn in (step_title, step_name):  # a step goes by its id
+        return ["call", fn.__name__, [{"step": args[0].id}]]
+    return ["call", fn.wording_name, [to_data(a) for a in args]]
+
+
+def from_data(data: Any) -> Any:
+    """`to_data`'s inverse: a Text again where it was one; a malformed node is refused (ValueError)."""
+    if not isinstance(data, dict):
+        return data
+    if set(data) == {"float"}:
+        return float(data["float"])
+    if set(data) == {"step"}:
+        from grader.registry import BY_ID
+
+        return BY_ID[data["step"]]
+    node = data.get("text")
+    if not isinstance(node, list) or not node:
+        raise ValueError("not a message")
+    kind = node[0]
+    if kind == "msg" and len(node) == 2 and isinstance(node[1], str):
+        return Text(("msg", node[1]))
+    if kind == "fmt" and len(node) == 4:
+        return Text(("fmt", from_data(node[1]), tuple(from_data(a) for a in node[2]),
+                     {str(k): from_data(v) for k, v in node[3].items()}))
+    if kind == "cat" and len(node) == 2:
+        return Text(("cat", tuple(from_data(p) for p in node[1])))
+    if kind == "call" and len(node) == 3 and node[1] in _CALLS:
+        return Text(("call", _CALLS[node[1]], tuple(from_data(a) for a in node[2])))
+    raise ValueError(f"not a message node: {kind!r}")
 
 
 def _word_node(node: tuple[Any, ...], lang: str) -> str:

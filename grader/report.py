@@ -8,7 +8,7 @@ from typing import Any
 
 from grader import limits
 from grader.files import without_surrogates
-from grader.i18n import Text, word
+from grader.i18n import Text, from_data, to_data, word, wording
 
 SCHEMA_VERSION = 1
 STATUSES = ("passed", "partial", "failed", "not_started", "error")
@@ -28,6 +28,7 @@ def clean(text: str, limit: int = MAX_TEXT) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+@wording("clean")
 def _clean_worded(text: Text, limit: int, lang: str) -> str:
     return clean(text.worded(lang), limit)
 
@@ -107,6 +108,32 @@ class Report:
         return Report(self.submission, [s.worded(lang) for s in self.steps], [word(n, lang) for n in self.notes],
                       self.grader_version, self.schema_version,
                       [{k: word(v, lang) for k, v in f.items()} for f in self.flags], self.sandbox)
+
+    def to_data(self) -> dict[str, Any]:
+        """to_dict's shape with every message unworded (grader.i18n.to_data), for a process that words it
+        (`from_data`): a grading process sends this, its starter words it in its reader's language."""
+        d = self.to_dict()
+        d["notes"] = [to_data(n) for n in self.notes]
+        d["flags"] = [{k: to_data(v) for k, v in f.items()} for f in self.flags]
+        for sd, s in zip(d["steps"], self.steps, strict=True):
+            sd["title"], sd["message"] = to_data(s.title), to_data(s.message)
+            sd["diagnoses"] = [{k: to_data(v) for k, v in g.items()} for g in s.diagnoses]
+            sd["checks"] = [{**cd, "name": to_data(c.name), "message": to_data(c.message)}
+                            for cd, c in zip(sd["checks"], s.checks, strict=True)]
+        return d
+
+    @classmethod
+    def from_data(cls, d: dict[str, Any]) -> Report:
+        """`to_data`'s inverse: the same report, its messages unworded again (to_dict: the same JSON)."""
+        steps = [StepResult(s["id"], from_data(s["title"]), s["score"], s["max_score"], s["status"],
+                            [CheckResult(from_data(c["name"]), c["score"], c["max_score"], c["passed"],
+                                         from_data(c["message"])) for c in s["checks"]],
+                            s["detail"], from_data(s["message"]),
+                            [{k: from_data(v) for k, v in g.items()} for g in s["diagnoses"]])
+                 for s in d["steps"]]
+        return cls(d["submission"], steps, [from_data(n) for n in d["notes"]], d["grader_version"],
+                   d["schema_version"], [{k: from_data(v) for k, v in f.items()} for f in d["flags"]],
+                   dict(d["sandbox"]))
 
     def to_dict(self) -> dict[str, Any]:
         return {

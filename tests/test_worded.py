@@ -13,7 +13,7 @@ from pathlib import Path
 from grader import i18n
 from grader.grading.engine import grade
 from grader.registry import BY_ID
-from grader.report import clean
+from grader.report import Report, clean
 
 ROOT = Path(__file__).resolve().parent.parent
 BUGGY = ROOT / "tests" / "fixtures" / "buggy"
@@ -69,3 +69,16 @@ def test_a_report_is_worded_for_its_reader() -> None:
     assert zstep.title == i18n.step_title(BY_ID["causal_mask"], "zh") != step.title
     assert [c.name for c in zstep.checks] == [i18n.translate("zh", c.name) for c in step.checks]
     assert all(type(v) is str for c in zstep.checks for v in (c.name, c.message))
+
+
+def test_an_unworded_report_crosses_a_process_as_json() -> None:
+    """A grading process sends its report unworded (Report.to_data, grader/grading/forked.py and the batch's
+    chunks); its starter words it: the same report in either language as wording it in the grading process,
+    a non-finite number in a message included (JSON holds none)."""
+    report = grade(str(BUGGY / "mask_fill_zero.py"), steps=["causal_mask", "softmax"])
+    with i18n.deferred():
+        report.notes.append(i18n._("max abs diff {d:.3g}").format(d=float("inf")))
+    again = Report.from_data(json.loads(json.dumps(report.to_data(), allow_nan=False)))
+    for lang in ("en", "zh"):
+        assert json.dumps(again.worded(lang).to_dict()) == json.dumps(report.worded(lang).to_dict())
+    assert again.worded("zh").to_dict() != again.worded("en").to_dict()

@@ -13,6 +13,7 @@ Messages are JSON, never pickles: no byte a worker could ever have written is un
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 import math
 import os
@@ -23,7 +24,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from grader import limits
+from grader import i18n, limits
 from grader.files import without_surrogates
 from grader.pool.errors import InfrastructureError, WeakSandbox
 from grader.report import CheckResult, Report, StepResult
@@ -144,7 +145,7 @@ def grade(path: str | Path, *, steps: list[str] | None = None, secret: str | Non
         return engine.grade(path, steps=steps, secret=secret, timeout=timeout, config=config,
                             pictures=pictures).worded(lang)
     settings = {"path": os.fsdecode(path), "steps": list(steps) if steps else None, "secret": resolve_secret(secret),
-                "timeout": timeout, "lang": lang, "config": config or {}, "env": settings_env(), "cwd": os.getcwd(),
+                "timeout": timeout, "config": config or {}, "env": settings_env(), "cwd": os.getcwd(),
                 "pictures": pictures}
     for attempt in (1, 2):  # a grading process that dies (the OOM killer, a crash) is replaced once
         sock, _pid = start(ENTRY)
@@ -160,11 +161,11 @@ def grade(path: str | Path, *, steps: list[str] | None = None, secret: str | Non
         if not isinstance(answer, dict):
             raise InfrastructureError("the grading process sent a malformed answer")
         if "report" in answer:
-            report = report_from_dict(answer["report"])
+            report = Report.from_data(answer["report"])  # unworded: worded here, for this reader
             drawn = answer.get("pictures") or {}
             for step in report.steps:
                 step.pictures = [PlainMatrix.from_dict(m) for m in drawn.get(step.id, [])]
-            return report
+            return report.worded(lang)
         if "weak_sandbox" in answer:
             raise WeakSandbox(str(answer["weak_sandbox"]))
         if "infrastructure" in answer:
@@ -186,7 +187,7 @@ def grading_process(fd: int) -> None:
     try:
         from grader.grading import engine
 
-        path, steps, secret, lang = settings["path"], settings["steps"], settings["secret"], settings["lang"]
+        path, steps, secret = settings["path"], settings["steps"], settings["secret"]
         config = dict(settings["config"])
         # said outright: engine.start's worker set-up would otherwise look for the secret in the environment
         config.setdefault("require_strong", engine.strong_required(config, secret))
@@ -198,8 +199,8 @@ def grading_process(fd: int) -> None:
                                  started=started)
         finally:
             started.close()
-        report = engine.judge([col], secret=secret, with_pictures=bool(settings.get("pictures")))[0].worded(lang)
-        answer: dict[str, Any] = {"report": report.to_dict()}
+        report = engine.judge([col], secret=secret, with_pictures=bool(settings.get("pictures")))[0]
+        answer: dict[str, Any] = {"report": report.to_data()}  # its messages unworded (grader.i18n.to_data)
         if settings.get("pictures"):
             answer["pictures"] = {s.id: [plain_matrix(m) for m in s.pictures] for s in report.steps if s.pictures}
     except WeakSandbox as exc:  # before InfrastructureError: it is one
@@ -239,7 +240,7 @@ def _rows(t: Any) -> list[list[Any]] | None:
 
 def plain_matrix(m: Any) -> dict[str, Any]:
     """A grader.grading.pictures.Matrix as plain data, with what the renderers read of it computed here."""
-    return {"step": m.step, "case": m.case, "label": m.label, "note": m.note, "want": _rows(m.want),
+    return {"step": m.step, "case": m.case, "label": m.label, "note": i18n.to_data(m.note), "want": _rows(m.want),
             "got": _rows(m.got), "leaked": _rows(m.leaked), "differs": _rows(m.differs),
             "leak_count": m.leak_count, "vmax": m.vmax, "comparable": m.comparable}
 
@@ -260,7 +261,8 @@ class PlainMatrix:
     label, note, want, got, leaked, differs, leak_count, vmax, comparable), with no torch in this process."""
 
     def __init__(self, d: dict[str, Any]):
-        self.step, self.case, self.label, self.note = str(d["step"]), str(d["case"]), str(d["label"]), str(d["note"])
+        self.step, self.case, self.label = str(d["step"]), str(d["case"]), str(d["label"])
+        self.note = i18n.from_data(d["note"])  # worded with its report (`worded`)
         self.want = Grid(d["want"])
         self.got, self.leaked, self.differs = (Grid(d[k]) if d.get(k) is not None else None
                                                for k in ("got", "leaked", "differs"))
@@ -269,3 +271,8 @@ class PlainMatrix:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> PlainMatrix:
         return cls(d)
+
+    def worded(self, lang: str | None) -> PlainMatrix:
+        worded = copy.copy(self)
+        worded.note = i18n.word(self.note, lang)
+        return worded

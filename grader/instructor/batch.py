@@ -61,7 +61,7 @@ from grader.instructor.gradebook import (
     result_key,
     secret_hash,
 )
-from grader.report import clean
+from grader.report import Report, clean
 from grader.sandbox.framing import send_msg
 from grader.settings import DEFAULT_TIMEOUT, grader_version, resolve_secret
 
@@ -176,9 +176,8 @@ def _grade_chunk(chunk: list[tuple[int, str]]) -> list[tuple[int, dict[str, Any]
         return [(i, None, err or e, secs) for i, _, e, secs in done]
     share = (time.monotonic() - start) / max(1, len(ok))
     out = [(i, None, err, secs) for i, col, err, secs in done if col is None]
-    # worded here, in the batch's language, before the report leaves as JSON (the index keeps it so)
-    out += [(i, rep.worded(_GRADE_ARGS["lang"]).to_dict(), "", secs + share)
-            for (i, _, secs), rep in zip(ok, reports, strict=True)]
+    # unworded (grader.i18n.to_data): the batch words it in its language as it arrives (grade_groups)
+    out += [(i, rep.to_data(), "", secs + share) for (i, _, secs), rep in zip(ok, reports, strict=True)]
     return out
 
 
@@ -426,7 +425,7 @@ def grade_groups(groups: list[list[Entry]], index: Index, out: Path, version: st
         return failures
     jobs = max(1, jobs or os.cpu_count() or 1)
     work = [(i, str(group[0].path)) for i, group in enumerate(groups)]
-    settings = {"secret": secret, "timeout": timeout if timeout is not None else DEFAULT_TIMEOUT, "lang": lang,
+    settings = {"secret": secret, "timeout": timeout if timeout is not None else DEFAULT_TIMEOUT,
                 # with a secret, scores must be trustworthy: no grading on a sandbox missing a needed layer
                 "require_strong": bool(secret) and not allow_weak_sandbox, "steps": steps,
                 "env": forked.settings_env()}  # what the trusted side reads from the environment
@@ -440,6 +439,7 @@ def grade_groups(groups: list[list[Entry]], index: Index, out: Path, version: st
                 for e in group:
                     failures[e.slug] = f"internal error: {err.splitlines()[0] if err else 'unknown'}"
             else:
+                report = Report.from_data(report).worded(lang).to_dict()  # the index keeps it worded
                 index.put(group[0], version, shash, report, secs)
                 for e in group:
                     _write_report(out, e, report)
