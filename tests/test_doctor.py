@@ -68,8 +68,11 @@ def test_every_claimed_layer_is_verified_by_an_attack(rows: list[tuple[str, bool
                            *(["not running as root"] if os.geteuid() == 0 else [])}),
 ])
 def test_a_layer_left_off_is_reported_missing(skip: list[str], lost: set[str]) -> None:
-    """Planted regressions: with a layer off, its attack gets through and the row says so."""
-    rows = diagnose(config={"skip_layers": skip})
+    """Planted regressions: with a layer off, its attack gets through and the row says so. Only the attacks of the
+    rows it must lose run (diagnose's `only`; each attack is its row's alone): every row is attacked with every layer
+    on by the module's `rows` and by the CLI's run. Where nothing is lost (a grader that is not root), every row."""
+    rows = diagnose(config={"skip_layers": skip}, only=lost or None)
+    assert {r[0] for r in rows} == (lost or {layer.name for layer in LAYERS})
     inactive = {name for name, claimed, verified, _ in rows if not (claimed and verified)}
     assert lost <= inactive
     assert set(missing_required(rows)) == inactive & REQUIRED
@@ -154,3 +157,8 @@ def test_without_a_tmpfs_a_graded_worker_writes_no_file_and_a_learners_check_may
     container = engine.grade(sub, steps=["dot_scores"],
                              config={"skip_layers": ["tmpfs"], "require_strong": True, "context": "container"})
     assert container.steps[0].status == "passed"
+
+
+def test_only_names_layers_that_exist() -> None:
+    with pytest.raises(ValueError, match="no such layer"):
+        diagnose(only=["no TCP"])  # a prefix is no layer's name: nothing would be attacked

@@ -13,6 +13,7 @@ import socket
 import tempfile
 import textwrap
 import warnings
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -347,35 +348,37 @@ def attention_scores(inputs, query):
         return bool(reached) or False
     # first, while the worker is small: the memory hunts below page in what they read of its own memory (torch's
     # libraries), and the memory cgroup's OOM killer would then pick the worker itself, not the children
-    tree_capped = blocked(hold_memory_in_children)
-    return torch.tensor([
-        blocked(lambda: socket.create_connection(("127.0.0.1", {port}), timeout=1).close()),
-        blocked(read_outside),
-        blocked(lambda: open({outside!r}, "w").write("x")),
-        blocked(lambda: os.kill({grader_pid}, 0)),
-        blocked(fork_many),
-        blocked(allocate),
-        float(resource.getrlimit(resource.RLIMIT_CORE)[0] == 0
-              and __import__("ctypes").CDLL(None).prctl(3, 0, 0, 0, 0) == 0),  # PR_GET_DUMPABLE
-        float(os.getuid() != 0),
-        blocked(lambda: os.chmod({graders_file!r}, 0o4777)),
-        blocked(chown_own_file),
-        blocked(see_processes),
-        blocked(find_reference),
-        blocked(find_secret),
-        blocked(reach_grader_socket),
-        blocked(fill_disk),
-        blocked(share_ipc),
-        tree_capped,
-        float(os.getsid(0) == os.getpid()),
-        float(os.stat(".").st_uid == os.geteuid() and not os.stat(".").st_mode & 0o077),
-        float(set(os.environ) <= {{"PATH", "LANG", "OMP_NUM_THREADS", "ATTN_KATA_WORKER", "HOME", "TMPDIR"}}),
-        blocked(change_own_file),
-        blocked(take_locks),
-        blocked(refused_ioctls),
-        blocked(make_ipc),
-        blocked(change_grader_process),
-    ])
+    only = {only!r}  # the rows to attack, by index (None: every row; a test's way to run one layer's attacks)
+    tree_capped = blocked(hold_memory_in_children) if only is None or {tree_row} in only else 0.0
+    attacks = [
+        lambda: blocked(lambda: socket.create_connection(("127.0.0.1", {port}), timeout=1).close()),
+        lambda: blocked(read_outside),
+        lambda: blocked(lambda: open({outside!r}, "w").write("x")),
+        lambda: blocked(lambda: os.kill({grader_pid}, 0)),
+        lambda: blocked(fork_many),
+        lambda: blocked(allocate),
+        lambda: float(resource.getrlimit(resource.RLIMIT_CORE)[0] == 0
+                      and __import__("ctypes").CDLL(None).prctl(3, 0, 0, 0, 0) == 0),  # PR_GET_DUMPABLE
+        lambda: float(os.getuid() != 0),
+        lambda: blocked(lambda: os.chmod({graders_file!r}, 0o4777)),
+        lambda: blocked(chown_own_file),
+        lambda: blocked(see_processes),
+        lambda: blocked(find_reference),
+        lambda: blocked(find_secret),
+        lambda: blocked(reach_grader_socket),
+        lambda: blocked(fill_disk),
+        lambda: blocked(share_ipc),
+        lambda: tree_capped,
+        lambda: float(os.getsid(0) == os.getpid()),
+        lambda: float(os.stat(".").st_uid == os.geteuid() and not os.stat(".").st_mode & 0o077),
+        lambda: float(set(os.environ) <= {{"PATH", "LANG", "OMP_NUM_THREADS", "ATTN_KATA_WORKER", "HOME", "TMPDIR"}}),
+        lambda: blocked(change_own_file),
+        lambda: blocked(take_locks),
+        lambda: blocked(refused_ioctls),
+        lambda: blocked(make_ipc),
+        lambda: blocked(change_grader_process),
+    ]
+    return torch.tensor([attack() if only is None or i in only else 0.0 for i, attack in enumerate(attacks)])
 
 def _channel_fd():
     # the one socket a worker legitimately holds: its channel to the grader (open before this module ran)
@@ -483,9 +486,17 @@ def _metadata(path: str) -> tuple[Any, ...]:
     return st.st_mode, st.st_uid, st.st_gid, st.st_mtime_ns, st.st_atime_ns, xattrs
 
 
-def diagnose(secret: str | None = None, config: dict[str, Any] | None = None) -> list[tuple[str, bool, bool, str]]:
+def diagnose(secret: str | None = None, config: dict[str, Any] | None = None,
+             only: Collection[str] | None = None) -> list[tuple[str, bool, bool, str]]:
     """Rows of (layer, claimed, verified, attack). `secret` (default: a fresh canary) is held by this process
-    while the worker looks for it. `config` goes to the worker (the tests leave layers off with it)."""
+    while the worker looks for it. `config` goes to the worker (the tests leave layers off with it). `only`: the
+    names of the layers whose attacks run, and whose rows come back (a test's, to try one layer left off without
+    every other attack; the CLI runs them all)."""
+    unknown = set(only or ()) - {layer.name for layer in LAYERS}
+    if unknown:
+        raise ValueError(f"no such layer: {sorted(unknown)}")
+    picked = None if only is None else sorted(i for i, layer in enumerate(LAYERS) if layer.name in only)
+    tree_row = next(i for i, layer in enumerate(LAYERS) if layer.name.startswith("memory capped for the whole"))
     canary = secret or "attn-kata-canary-" + os.urandom(12).hex()
     held = [canary.encode()]  # kept alive in this process's memory for the hunt
     needles = _needles()
@@ -526,7 +537,7 @@ def diagnose(secret: str | None = None, config: dict[str, Any] | None = None) ->
                        kata_file=str(step_path(reference.solutions_dir(), BY_ID["dot_scores"])), outside=outside,
                        graders_file=graders_file, owned=owned, lock_file=os.__file__,
                        grader_pid=os.getpid(), abstract=abstract, pathname=pathname, datagram=datagram, shm_key=shm_key,
-                       terminal=os.ttyname(terminal_fds[1]))
+                       terminal=os.ttyname(terminal_fds[1]), only=picked, tree_row=tree_row)
     # the confinement that grading with a secret on a class host gets (engine.worker_config): no file writes where
     # no tmpfs can be mounted
     worker = Worker([("doctor", "doctor.py", textwrap.dedent(src))], {"no_file_writes": True, **(config or {})})
@@ -557,7 +568,8 @@ def diagnose(secret: str | None = None, config: dict[str, Any] | None = None) ->
     chmodded = os.stat(graders_file).st_mode & 0o7777 != 0o644
     changed = _metadata(owned) != kept  # seen from here too, whatever the worker's flag says
     shutil.rmtree(outside_dir, ignore_errors=True)
-    potent_ref, potent_secret = _control(needles, held[0])
+    hunted = only is None or any(name.startswith(("the reference", "the secret")) for name in only)
+    potent_ref, potent_secret = _control(needles, held[0]) if hunted else (False, False)
     # layers no flag of the worker's can claim: they are what the attacks show
     layers = {**layers, "no_reference": True}
     rows = []
@@ -568,7 +580,8 @@ def diagnose(secret: str | None = None, config: dict[str, Any] | None = None) ->
             verified = verified and potent_ref
         if layer.name.startswith("the secret"):
             verified = verified and potent_secret
-        rows.append((layer.name, any(layers.get(k) for k in layer.claimed_by), verified, layer.attack))
+        if only is None or layer.name in only:
+            rows.append((layer.name, any(layers.get(k) for k in layer.claimed_by), verified, layer.attack))
     return rows
 
 
