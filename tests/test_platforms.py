@@ -1,6 +1,6 @@
 """The kata wherever learners are (issue 24): macOS and Windows simulated (tests/platform/sim.py removes the
 Linux-only names Python lacks there before the grader is imported), and the portable worker backend scoring the
-whole fixture corpus exactly as the Linux backend does."""
+fixture corpus exactly as the Linux backend does (every kind of outcome of every step that the corpus shows)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_fixtures import graded  # tests/test_fixtures.py
 
 from grader.grading import engine
 from grader.pool.session import WeakSandbox
+from grader.registry import STEPS
+from grader.report import Report
 from grader.settings import backend
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -87,38 +90,63 @@ def _corpus() -> list[Path]:
     return sorted([*FIXTURES.glob("buggy/*.py"), *FIXTURES.glob("correct/*.py"), FIXTURES / "correct" / "workspace"])
 
 
+def _verdicts(report: Report) -> dict[str, list]:
+    return {s.id: [s.status, s.score, s.detail, sorted(c.name for c in s.checks if not c.passed)] for s in report.steps}
+
+
 SCORES = """
 import json, sys
 from grader.grading import engine
 out = {}
 for path in sys.argv[1:]:
-    r = engine.grade(path)
+    r = engine.grade(path).worded("en")
     out[path] = {"backend": r.sandbox.get("backend"),
-                 "steps": {s.id: [s.status, s.score, sorted(c.name for c in s.checks if not c.passed)]
+                 "steps": {s.id: [s.status, s.score, s.detail, sorted(c.name for c in s.checks if not c.passed)]
                            for s in r.steps}}
 print(json.dumps(out))
 """
 
 
+def _representatives(linux: dict[str, dict[str, list]]) -> list[str]:
+    """The fewest fixtures (greedy, in name order) that between them show every outcome the Linux backend gives any
+    fixture of the corpus: each step with each status and detail (passed, not started, not implemented, a wrong
+    answer or type, a crash, ...). What a backend changes is how the learner's code runs (its process, its limits,
+    how its answers travel), never how they are checked: the checks run on the trusted side, the same code on both.
+    So a backend that ran every kind of outcome of every step as Linux does runs the rest so too; every fixture is
+    graded on Linux by tests/test_fixtures.py (expected.json) and tests/test_secrets.py."""
+    kinds = {path: {(sid, v[0], v[2]) for sid, v in steps.items()} for path, steps in linux.items()}
+    left, picked = set().union(*kinds.values()), []
+    while left:
+        best = max(sorted(kinds), key=lambda path: len(kinds[path] & left))
+        picked.append(best)
+        left -= kinds[best]
+    return picked
+
+
 def test_the_portable_backend_scores_the_fixture_corpus_as_the_linux_one() -> None:
-    """Every buggy and correct fixture: per step, the same status, score and failing checks on both backends."""
+    """Per step, the same status, score, detail and failing checks on both backends: for a set of fixtures that shows
+    every outcome of every step the Linux backend gives the whole corpus (_representatives)."""
     if backend() != "linux":
         pytest.skip("needs the Linux backend to compare with")  # not on this machine: check_skips.py refuses it
     paths = [str(p) for p in _corpus()]
     assert len(paths) > 60
+    # test_fixtures.graded: the same gradings tests/test_fixtures.py checks (cached, one per fixture in a session)
+    linux = {path: _verdicts(graded(path)) for path in paths}
+    picked = _representatives(linux)
+    steps = {s.id for s in STEPS}
+    assert {sid for path in picked for sid, v in linux[path].items() if v[0] == "passed"} == steps
+    assert {sid for path in picked for sid, v in linux[path].items() if v[0] in ("failed", "partial")} == steps
     env = {**os.environ, "ATTN_KATA_BACKEND": "portable", "ATTN_KATA_KEEP_WARM": "1", "OMP_NUM_THREADS": "1"}
-    run = subprocess.run([sys.executable, "-c", SCORES, *paths], env=env, capture_output=True, text=True,
+    run = subprocess.run([sys.executable, "-c", SCORES, *picked], env=env, capture_output=True, text=True,
                          timeout=1800)
     assert run.returncode == 0, run.stderr[-3000:]
     portable = json.loads(run.stdout)
     differ = []
-    for path in paths:
+    for path in picked:
         assert portable[path]["backend"] == "portable"
-        r = engine.grade(path)
-        linux = {s.id: [s.status, s.score, sorted(c.name for c in s.checks if not c.passed)] for s in r.steps}
-        if linux != portable[path]["steps"]:
-            differ.append((Path(path).name, {k: (linux[k], v) for k, v in portable[path]["steps"].items()
-                                             if linux[k] != v}))
+        if linux[path] != portable[path]["steps"]:
+            differ.append((Path(path).name, {k: (linux[path][k], v) for k, v in portable[path]["steps"].items()
+                                             if linux[path][k] != v}))
     assert not differ, differ
 
 
