@@ -32,12 +32,12 @@ hints(
         "(num_tokens, d_in)."
     ),
 )
+# drawn next to the reference's: the learner's attention weights here (grader.render.heatmap)
+pictures(STEP, {"weights": "all_attention_weights(attn_scores)"})
 
 SQ = ("num_tokens", "num_tokens")
 
 
-# drawn next to the reference's: the learner's attention weights here (grader.render.heatmap)
-pictures(STEP, {"weights": "all_attention_weights(attn_scores)"})
 @cases(STEP)
 def _cases(g: Gen) -> dict[str, Case]:
     n, d = g.distinct(lambda: (g.int(7, 10), g.int(2, 4)), 6, 3)  # more tokens than the book's 6, never its d_in = 3

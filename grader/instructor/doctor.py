@@ -168,8 +168,8 @@ def attention_scores(inputs, query):
             return 1.0
     def fork_many():  # each child waits for the pipe to close (a worker may signal no process but itself)
         pids = []
-        try:
         r, w = os.pipe()
+        try:
             for _ in range(64):
                 pid = os.fork()
                 if pid == 0:
@@ -178,8 +178,8 @@ def attention_scores(inputs, query):
                     os._exit(0)
                 pids.append(pid)
         finally:
-            for pid in pids:
             os.close(w)
+            for pid in pids:
                 os.waitpid(pid, 0)
     def allocate():
         block = bytearray(3 << 30)
@@ -199,20 +199,20 @@ def attention_scores(inputs, query):
         import select, time
         pids, got, dead = [], 0, set()
         r, w = os.pipe()
-        for _ in range(5):
         release_r, release_w = os.pipe()  # closed to end the children: a worker signals no process but itself
+        for _ in range(5):
             pid = os.fork()
             if pid == 0:
-                block = bytearray(400 << 20)
                 os.close(release_w)
+                block = bytearray(400 << 20)
                 block[::4096] = b"x" * len(block[::4096])
                 os.write(w, b"1")
                 select.select([release_r], [], [], 30)
                 os._exit(0)
             pids.append(pid)
         os.close(w)
-        def reap():  # the children that died (the OOM killer's victims), each reaped once
         os.close(release_r)
+        def reap():  # the children that died (the OOM killer's victims), each reaped once
             dead.update(p for p in pids if p not in dead and os.waitpid(p, os.WNOHANG)[0])
         deadline = time.monotonic() + 20
         while got < 5 and len(dead) < 5 and time.monotonic() < deadline:
@@ -225,8 +225,8 @@ def attention_scores(inputs, query):
         reap()
         # held only if all five live at once: the OOM killer may take a child that had already reported its pages
         held = got == 5 and not dead
-        for pid in pids:
         os.close(release_w)
+        for pid in pids:
             if pid not in dead:
                 os.waitpid(pid, 0)
         return held or False
