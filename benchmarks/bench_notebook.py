@@ -34,7 +34,7 @@ _EARLIER = re.compile(r"^from (\w+) import (\w+)\s*$", re.M)
 
 
 def learner_cells() -> list[str]:
-    ids = {s.id for s in STEPS}
+    ids = {s.id for s in STEPS} | {s.stem for s in STEPS}  # the old module names and the numbered ones
     cells = []
     for s in STEPS:
         text = (ROOT / "solutions" / s.file).read_text(encoding="utf-8")
