@@ -39,7 +39,9 @@ def cold(path: str, rounds: int, before: str | None) -> None:
         "cold grade": ([sys.executable, "-m", "grader", "--no-daemon", "grade", os.path.abspath(path), "--format",
                         "json"], str(ROOT))}
     if before:  # `python -m grader` from that folder imports its grader (the current folder comes first)
-        runs["cold grade (before)"] = (runs["cold grade"][0], before)
+        # the default submission is each checkout's own solutions/ (an older kata may not read newer file names)
+        theirs = str(Path(before) / "solutions") if Path(path) == ROOT / "solutions" else os.path.abspath(path)
+        runs["cold grade (before)"] = ([*runs["cold grade"][0][:5], theirs, *runs["cold grade"][0][6:]], before)
     costs: dict[str, list[counted.Cost]] = {k: [] for k in runs}
     loads = []
     for _ in range(rounds):
