@@ -48,6 +48,10 @@ while IFS= read -r line; do
     case "\$line" in
         ""|"#"*) continue ;;
         *git+https://github.com/OWNER/*) printf '(shown, not run: a placeholder repository) %s\n' "\$line" ;;
+        *"--index-url https://download.pytorch.org/whl/cpu"*)  # as written; where that index cannot be reached
+            # and no find-links holds the wheel, the same pin from this machine's configured index (as .ci/run)
+            run "\$line" || { echo "(PyTorch's CPU index unreachable here: the same pin from the configured index)"
+                              run "\${line%%--index-url*}"; } ;;
         "pip install attention-kata "*|"pip install attention-kata")
             pip uninstall -q -y attention-kata  # so that the registry line installs it again, from the stand-in
             PIP_FIND_LINKS="$WORK/dist" run "\$line" ;;
