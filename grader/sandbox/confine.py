@@ -457,16 +457,14 @@ def _join_cgroups(processes: int, memory: int, pid: int) -> dict[str, bool]:
         try:
             with contextlib.suppress(FileExistsError):
                 os.mkdir(f"{base}/attn-kata")
-            if layer == "cgroup_v2":  # v2 gives a child group a controller only where its parent enables it
-                _write_quietly(f"{base}/attn-kata/cgroup.subtree_control", "+pids +memory")
+            if layer == "cgroup_v2":  # v2 gives a child group a controller only where its parent enables it;
+                # where the kernel refuses (a controller it lacks), the limits below fail and nothing is claimed
+                with contextlib.suppress(OSError):
+                    _write(f"{base}/attn-kata/cgroup.subtree_control", "+pids +memory")
             with contextlib.suppress(FileExistsError):
                 os.mkdir(group)
             for name, value in (*limits, ("cgroup.procs", 0)):
-                fd = os.open(f"{group}/{name}", os.O_WRONLY)
-                try:
-                    os.write(fd, str(value).encode())
-                finally:
-                    os.close(fd)
+                _write(f"{group}/{name}", str(value))
         except OSError:
             continue
         if layer == "cgroup_v2":
@@ -476,17 +474,11 @@ def _join_cgroups(processes: int, memory: int, pid: int) -> dict[str, bool]:
     return joined
 
 
-def _write_quietly(path: str, text: str) -> None:
-    """Where the kernel refuses (a controller the hierarchy lacks, a group of another owner), the layer is not
-    claimed: _in_cgroup reads back what was joined."""
-    try:
-        fd = os.open(path, os.O_WRONLY)
-    except OSError:
-        return
+def _write(path: str, text: str) -> None:
+    """One write to a cgroup file (plain os calls: no Python file object in a fresh fork)."""
+    fd = os.open(path, os.O_WRONLY)
     try:
         os.write(fd, text.encode())
-    except OSError:
-        pass
     finally:
         os.close(fd)
 
