@@ -430,6 +430,8 @@ def grade_groups(groups: list[list[Entry]], index: Index, out: Path, version: st
                 "require_strong": bool(secret) and not allow_weak_sandbox, "steps": steps,
                 "env": forked.settings_env()}  # what the trusted side reads from the environment
 
+    timed_out: list[int] = []  # graded again, alone, once the pool is done
+
     def record(results: list[tuple[int, dict[str, Any] | None, str, float]], again: bool = False) -> None:
         for i, report, err, secs in results:
             if again and report is None:
@@ -440,6 +442,8 @@ def grade_groups(groups: list[list[Entry]], index: Index, out: Path, version: st
                     failures[e.slug] = f"internal error: {err.splitlines()[0] if err else 'unknown'}"
             else:
                 report = Report.from_data(report).worded(lang).to_dict()  # the index keeps it worded
+                if not again and any(s.get("detail") == "timeout" for s in report["steps"]):
+                    timed_out.append(i)
                 index.put(group[0], version, shash, report, secs)
                 for e in group:
                     _write_report(out, e, report)
@@ -459,12 +463,11 @@ def grade_groups(groups: list[list[Entry]], index: Index, out: Path, version: st
         _grade_in_pool(_chunks(work, jobs), jobs, settings, record, lost)
         # a time-out beside other submissions may not be its own: a classmate's processes can starve it of CPU
         # where the grader's cpu cgroup is shared (red team 15: a victim's step timed out under a classmate's
-        # spinners). Each submission that timed out is graded again, alone, and that result stands
-        if jobs > 1:
-            for i, path in work:
-                report = index.get(groups[i][0].key) if groups[i][0].key else None
-                if report is not None and any(s.get("detail") == "timeout" for s in report["steps"]):
-                    _grade_in_pool([[(i, path)]], 1, settings, lambda r: record(r, again=True), lambda c: None)
+        # spinners). Each submission that timed out is graded again, alone (one job, one submission a chunk), and
+        # that result stands
+        if jobs > 1 and timed_out:
+            _grade_in_pool([[work[i]] for i in sorted(timed_out)], 1, settings, lambda r: record(r, again=True),
+                           lambda c: None)
     finally:
         _stop_zygote()
     return failures
