@@ -141,6 +141,29 @@ def test_resume_writes_the_report_of_a_late_copy(klass: Path, tmp_path: Path,
     assert reports["late.json"]["steps"] == reports["student000.json"]["steps"]
 
 
+def test_resume_in_another_language_words_the_same_results(klass: Path, tmp_path: Path,
+                                                           uninterrupted: tuple[Path, subprocess.CompletedProcess]
+                                                           ) -> None:
+    """The index keeps results unworded: `--lang zh --resume` over an English run grades nothing again (every
+    submission comes from the index) and writes every report, feedback and reason in Chinese, with the same
+    scores."""
+    full_out, _ = uninterrupted
+    out = tmp_path / "out"
+    shutil.copytree(full_out, out)
+    env = {**os.environ, "ATTN_KATA_SECRET": "s3cret", "OMP_NUM_THREADS": "1"}
+    proc = run_in_process("--lang", "zh", "batch", str(klass), "--out", str(out), "--resume", cwd=ROOT, env=env)
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    assert "8 份中已有 8 份评完" in proc.stderr, proc.stderr  # "resuming: 8 of 8 already graded": all indexed
+    before, after = _reports(full_out), _reports(out)
+    assert before.keys() == after.keys()
+    for name, rep in after.items():
+        assert [s["score"] for s in rep["steps"]] == [s["score"] for s in before[name]["steps"]], name
+        assert rep["steps"][0]["title"].startswith("第 1 步"), rep["steps"][0]["title"]
+        assert before[name]["steps"][0]["title"].startswith("Step 1"), before[name]["steps"][0]["title"]
+    feedback = (out / "feedback" / "student000.txt").read_text(encoding="utf-8")
+    assert feedback != (full_out / "feedback" / "student000.txt").read_text(encoding="utf-8")
+
+
 # the book's code, then a cell whose attention_scores raises a message holding a lone surrogate, a layer with a
 # child so named, and a magic line holding one (quoted in a note): no UTF-8 writer can encode such text (red team 8,
 # finding 1)

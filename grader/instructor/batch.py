@@ -6,7 +6,9 @@ cannot be graded gets its status without running anything), pending (what the in
 (grader.instructor.gradebook: the gradebook, feedback and summary); the staging folder is removed at the end.
 
 Layout of OUT:
-  index.sqlite        results keyed by sha256(content hash, grader version, secret hash); never the secret
+  index.sqlite        results keyed by sha256(content hash, grader version, secret hash, steps); never the
+                      secret. A result is kept unworded (grader.i18n.to_data): a run in another language
+                      (`--lang zh --resume`) words the same results instead of grading them again
   gradebook.csv       one row per student, one column per step, the total (cells escaped for spreadsheets)
   reports/NAME.json   one report per submission (grader/report.py, schema_version 1)
   feedback/NAME.txt   plain-language feedback per student
@@ -329,11 +331,12 @@ def run_batch(*, directory: str | Path, out: str | Path, jobs: int | None = None
     staging = out / ".staging"
     if not resume:  # the zygote imports torch (~1.4 s) while this process discovers, screens and opens the index
         _start_zygote()
+    words = Outputs(out, lang)  # the only part of a batch that words anything: what it writes
     try:
-        with i18n.using(lang):  # the reasons for what cannot be graded, in the batch's language
+        with i18n.deferred():  # the reasons for what cannot be graded, worded where they are written
             entries = discover(directory, staging)
             # a result is indexed for the steps it covers, too
-            screen_entries(entries, version, shash, f"{lang}:{','.join(steps)}" if steps else lang)
+            screen_entries(entries, version, shash, ",".join(steps) if steps else "")
         index = Index(out / "index.sqlite")
         try:
             if not resume:
@@ -345,26 +348,25 @@ def run_batch(*, directory: str | Path, out: str | Path, jobs: int | None = None
             reused = sum(1 for e in entries if e.key and e.key in indexed)
             if start:
                 start(len(entries), len(entries) - sum(len(g) for g in groups), reused)
-            written: set[str] = set()  # the reports grade_groups wrote as they came: final_records need not again
-            failures = grade_groups(groups, index, out, version, shash, jobs=jobs, secret=secret, timeout=timeout,
-                                    lang=lang, progress=progress, allow_weak_sandbox=allow_weak_sandbox,
-                                    steps=steps, written=written)
-            reports = final_records(entries, index, out, failures, lang, written)
+            failures = grade_groups(groups, index, version, shash, jobs=jobs, secret=secret, timeout=timeout,
+                                    progress=progress, allow_weak_sandbox=allow_weak_sandbox, steps=steps,
+                                    on_report=words.report)
+            reports = final_records(entries, index, failures, words)
         finally:
             index.close()
     finally:
         _stop_zygote()  # when nothing was left to grade, or discovery failed
         shutil.rmtree(staging, ignore_errors=True)  # OUT holds nothing but results
     summary = write_outputs(entries, reports, out, steps)
-    not_graded = {e.student: e.rejected for e in entries if reports.get(e.slug) is None}
+    not_graded = {e.student: i18n.word(e.rejected, lang) for e in entries if reports.get(e.slug) is None}
     return BatchResult(len(entries), len(groups), reused, len(entries),
                        not_graded, time.monotonic() - t0, summary, out,
                        {e.student: e.status for e in entries if e.status != GRADED})
 
 
-def screen_entries(entries: list[Entry], version: str, shash: str, lang: str) -> None:
+def screen_entries(entries: list[Entry], version: str, shash: str, steps: str = "") -> None:
     """Read each submission as text (nothing runs): what cannot be graded gets its status and one reason;
-    the rest get the key their result is indexed by."""
+    the rest get the key their result is indexed by (for `steps`, comma-separated: "" for all)."""
     for e in entries:
         if e.path is None or e.rejected:
             e.status = e.status or REJECTED
@@ -376,7 +378,7 @@ def screen_entries(entries: list[Entry], version: str, shash: str, lang: str) ->
             continue
         e.status, e.rejected = screen(e.path)
         if not e.rejected:
-            e.key = result_key(e.content_hash, version, shash, lang)
+            e.key = result_key(e.content_hash, version, shash, steps)
 
 
 def screen(path: Path) -> tuple[str, str]:
@@ -414,12 +416,12 @@ def pending(entries: list[Entry], done: set[str]) -> list[list[Entry]]:
     return list(todo.values())
 
 
-def grade_groups(groups: list[list[Entry]], index: Index, out: Path, version: str, shash: str, *,
-                 jobs: int | None, secret: str, timeout: float | None, lang: str,
-                 progress: Callable[[int], Any] | None, allow_weak_sandbox: bool,
-                 steps: list[str] | None = None, written: set[str] | None = None) -> dict[str, str]:
-    """Grade each group in the pool, index and write each report as it arrives (its slug added to `written`);
-    the failures, by slug."""
+def grade_groups(groups: list[list[Entry]], index: Index, version: str, shash: str, *,
+                 jobs: int | None, secret: str, timeout: float | None,
+                 progress: Callable[[int], Any] | None, allow_weak_sandbox: bool, steps: list[str] | None = None,
+                 on_report: Callable[[list[Entry], dict[str, Any]], Any] | None = None) -> dict[str, str]:
+    """Grade each group in the pool and index each report (unworded: grader.i18n.to_data) as it arrives, then
+    hand it to `on_report` (with its group: Outputs.report writes it); the failures, by slug."""
     failures: dict[str, str] = {}
     if not groups:
         return failures
@@ -441,14 +443,12 @@ def grade_groups(groups: list[list[Entry]], index: Index, out: Path, version: st
                 for e in group:
                     failures[e.slug] = f"internal error: {err.splitlines()[0] if err else 'unknown'}"
             else:
-                report = Report.from_data(report).worded(lang).to_dict()  # the index keeps it worded
+                report = Report.from_data(report).to_data()  # refused here (ValueError) if it is not one
                 if not again and any(s.get("detail") == "timeout" for s in report["steps"]):
                     timed_out.append(i)
                 index.put(group[0], version, shash, report, secs)
-                for e in group:
-                    _write_report(out, e, report)
-                    if written is not None:
-                        written.add(e.slug)
+                if on_report:
+                    on_report(group, report)
             if progress and not again:
                 progress(len(group))
 
@@ -473,44 +473,74 @@ def grade_groups(groups: list[list[Entry]], index: Index, out: Path, version: st
     return failures
 
 
-def final_records(entries: list[Entry], index: Index, out: Path, failures: dict[str, str],
-                  lang: str, written: set[str] | frozenset[str] = frozenset()) -> dict[str, dict[str, Any] | None]:
-    """Exactly one record per submission, from the index: its report (written unless it is in `written`: the
-    same JSON, written as it came) and feedback, or why there is none."""
+class Outputs:
+    """What a batch writes for each student, in the instructor's language (the edge: everything before it is
+    unworded): the report JSON as each result arrives, then, once all are in, every record and its feedback."""
+
+    def __init__(self, out: Path, lang: str):
+        self.out, self.lang = out, lang
+        self.written: dict[str, dict[str, Any]] = {}  # the reports written as they came, worded, by slug
+
+    def report(self, group: list[Entry], data: dict[str, Any]) -> None:
+        worded = Report.from_data(data).worded(self.lang).to_dict()
+        for e in group:
+            self.written[e.slug] = _write_report(self.out, e, worded)
+
+    def record(self, e: Entry, data: dict[str, Any]) -> dict[str, Any]:
+        """The report of `e` as the class sees it (written now unless it was as it came), and its feedback."""
+        rep = self.written.get(e.slug)
+        if rep is None:
+            rep = _write_report(self.out, e, Report.from_data(data).worded(self.lang).to_dict())
+        write_atomic(self.out / "feedback" / f"{e.slug}.txt", feedback_text(e.student, rep, lang=self.lang))
+        return rep
+
+    def no_record(self, e: Entry) -> None:
+        e.rejected = i18n.word(e.rejected, self.lang)  # the gradebook's and the summary's reason, too
+        write_atomic(self.out / "feedback" / f"{e.slug}.txt",
+                     feedback_text(e.student, None, e.rejected, lang=self.lang))
+
+
+def final_records(entries: list[Entry], index: Index, failures: dict[str, str],
+                  outputs: Outputs) -> dict[str, dict[str, Any] | None]:
+    """Exactly one record per submission, from the index: its report and feedback (Outputs.record), or why there
+    is none (Outputs.no_record)."""
     reports: dict[str, dict[str, Any] | None] = {}
     for e in entries:
-        rep = index.get(e.key) if e.key else None
-        if rep is not None:
-            rep = _labelled(e, rep) if e.slug in written else _write_report(out, e, rep)
-            e.status = OVER_BUDGET if over_budget(rep) or hung_at_import(rep) else GRADED
-            reports[e.slug] = rep
-            write_atomic(out / "feedback" / f"{e.slug}.txt", feedback_text(e.student, rep, lang=lang))
+        data = index.get(e.key) if e.key else None
+        if data is not None:
+            e.status = OVER_BUDGET if over_budget(data) or hung_at_import(data) else GRADED
+            reports[e.slug] = outputs.record(e, data)
         else:
             if not e.rejected:
                 e.status, e.rejected = ERROR, failures.get(e.slug, "internal error: no result")
             reports[e.slug] = None
-            write_atomic(out / "feedback" / f"{e.slug}.txt", feedback_text(e.student, None, e.rejected, lang=lang))
+            outputs.no_record(e)
     return reports
 
 
-def _marks(msgid: str, cut: str) -> tuple[str, ...]:
-    """The start of `msgid` in each language a report may be worded in (a stored report is worded: grader.i18n)."""
-    return tuple(i18n.translate(lang, msgid).split(cut)[0] for lang in i18n.LANGS)
+def _msgid(message: Any) -> str:
+    """The msgid a message (a report's, unworded: grader.i18n.to_data) was made from: `_(msgid).format(...)`'s
+    own; "" for plain text."""
+    node = message.get("text") if isinstance(message, dict) else None
+    while isinstance(node, list) and len(node) in (3, 4) and node[0] in ("fmt", "call"):
+        inner = node[1] if node[0] == "fmt" else node[2][0] if node[1] == "clean" and node[2] else None
+        node = inner.get("text") if isinstance(inner, dict) else None  # (a cleaned message: the one it cleans)
+    return node[1] if isinstance(node, list) and len(node) == 2 and node[0] == "msg" else ""
 
 
 def over_budget(report: dict[str, Any]) -> bool:
-    """Did the submission use up its wall-clock budget (some steps never got their turn)?"""
-    marks = [m for msgid in BUDGET_MESSAGES for m in _marks(msgid, "{budget")]
-    return any(s.get("detail") == "timeout" and str(s.get("message", "")).startswith(tuple(marks))
-               for s in report["steps"])
+    """Did the submission use up its wall-clock budget (some steps never got their turn)? `report` unworded."""
+    return any(s.get("detail") == "timeout" and _msgid(s.get("message")) in BUDGET_MESSAGES for s in report["steps"])
 
 
 def hung_at_import(report: dict[str, Any]) -> bool:
     """Did importing the submission never answer (every step a time-out of the import)? It used up its time as a
-    submission over its budget does, and is scored on what finished: nothing."""
-    mark = _marks(N_("importing the submission failed: {detail}"), "{detail")
-    return bool(report["steps"]) and all(s.get("detail") == "timeout" and str(s.get("message", "")).startswith(mark)
+    submission over its budget does, and is scored on what finished: nothing. `report` unworded."""
+    return bool(report["steps"]) and all(s.get("detail") == "timeout" and _msgid(s.get("message")) == IMPORT_FAILED
                                          for s in report["steps"])
+
+
+IMPORT_FAILED = N_("importing the submission failed: {detail}")
 
 
 BUDGET_MESSAGES = (N_("not finished: this submission used up its time budget ({budget:g} s for all steps)"),

@@ -27,8 +27,10 @@ def secret_hash(secret: str) -> str:
     return hashlib.sha256(b"attn-kata secret\0" + secret.encode()).hexdigest()
 
 
-def result_key(chash: str, version: str, shash: str, lang: str = "en") -> str:
-    return hashlib.sha256(f"{chash}\0{version}\0{shash}\0{lang}".encode()).hexdigest()
+def result_key(chash: str, version: str, shash: str, steps: str = "") -> str:
+    """An index row's key: the same content, grader, secret and steps (comma-separated; "" for all). The language
+    is not in it: the index keeps results unworded ("data", a shape an index of worded results never matches)."""
+    return hashlib.sha256(f"{chash}\0{version}\0{shash}\0{steps}\0data".encode()).hexdigest()
 
 
 class Index:
