@@ -183,6 +183,30 @@ def test_the_client_imports_no_torch(env: dict[str, str], tmp_path: Path) -> Non
     assert not {"torch", "numpy", "rich", "grader.grading.engine", "grader.pool.zygote"} & modules
 
 
+@pytest.mark.skipif(sys.platform != "linux", reason="the Linux backend's zygote")
+def test_the_daemon_itself_never_imports_torch(env: dict[str, str], tmp_path: Path) -> None:
+    """Issue 28: torch is imported once, by the zygote. The daemon maps no libtorch; every check goes to one grading
+    process it keeps (forked from the zygote: the reference's results stay warm), which, killed, is replaced by the
+    next check, with the same output."""
+    ws = workspace(tmp_path, "ws", "solutions")
+    first = kata("check", "--path", str(ws), env=env)
+    pid = daemon_pid(env)
+    assert pid is not None and first.returncode == 0, first.stdout + first.stderr
+
+    def graders() -> list[int]:
+        return [p for p, name in descendants(pid).items() if name == "attn-grade"]
+
+    assert "libtorch" not in Path(f"/proc/{pid}/maps").read_text()
+    assert "attn-zygote" in descendants(pid).values() and len(graders()) == 1
+    resident = graders()[0]
+    same(first, kata("check", "--path", str(ws), env=env))
+    assert graders() == [resident]  # the same process served the second check
+    os.kill(resident, signal.SIGKILL)
+    same(first, kata("check", "--path", str(ws), env=env))
+    assert len(graders()) == 1 and graders() != [resident] and served(env) == 3
+    assert "libtorch" not in Path(f"/proc/{pid}/maps").read_text()
+
+
 def test_another_user_cannot_connect(env: dict[str, str], tmp_path: Path) -> None:
     kata("daemon", "start", env=env)
     kata("list", env=env)

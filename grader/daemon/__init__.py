@@ -1,8 +1,10 @@
 """The warm background grader ("daemon") of a learner's kata: `check`, `list` and `grade` without a secret
 answer in a fraction of a torch import.
 
-A trusted process of the learner's own user (like the `attn-kata` that starts it): it imported torch and the
-engine once, keeps its zygote warm, and runs the very same CLI command a client sends, on the client's own
+A trusted process of the learner's own user (like the `attn-kata` that starts it): it keeps its zygote (torch,
+imported once) and a grading process forked from it (the reference's results, computed once) warm, never importing
+torch itself on Linux (grader.grading.forked.keep_resident), and runs the very same CLI command a client sends, on
+the client's own
 stdin/stdout/stderr and working directory (passed as file descriptors), so output and exit code are those of
 grading in-process. Its workers come from its zygote and are confined exactly as always (docs/design.md §3, §10).
 

@@ -135,22 +135,27 @@ class Daemon:
         os._exit(0)  # our zygote sees its connection close and kills the workers
 
     def warm_up(self) -> None:
-        """Import and compute once what every command needs: torch and the engine with the reference's results, the
-        reporters (the CLI is imported already: it is `app`); the zygote starts importing torch meanwhile."""
+        """Start and compute once what every command needs. On Linux the daemon never imports torch: its zygote
+        does (once), and a grading process forked from it (grader.grading.forked.keep_resident) imports the reference
+        and keeps its results for every check. Elsewhere (the portable backend) the engine runs here, warm, and a
+        spare worker waits for the next check."""
         from grader.pool import warm
 
         warm.warm_up()
-        if backend() == "linux":
-            from grader.pool import zygote
-
-            zygote.set_name("attn-daemon")
-        else:
-            os.environ["ATTN_KATA_KEEP_WARM"] = "1"  # a spare worker always ready for the next check
-        from grader.grading import engine
         from grader.learner import api  # noqa: F401
         from grader.render import heatmap, reporters  # noqa: F401
 
-        engine.prepared_requests("")  # no secret, ever
+        if backend() == "linux":
+            from grader.grading import forked
+            from grader.pool import zygote
+
+            zygote.set_name("attn-daemon")
+            forked.keep_resident()
+        else:
+            os.environ["ATTN_KATA_KEEP_WARM"] = "1"  # a spare worker always ready for the next check
+            from grader.grading import engine
+
+            engine.prepared_requests("")  # no secret, ever
 
     def run(self) -> None:
         if self.lock_fd is None:

@@ -120,6 +120,50 @@ def limit_memory(extra: int) -> None:
 # ---------------------------------------------------------------- one submission
 
 ENTRY = f"{__name__}:grading_process"  # what the zygote runs in the grading process it forks for `grade`
+RESIDENT_ENTRY = f"{__name__}:resident_process"  # the daemon's: one grading process for every `check` it serves
+
+
+class _Resident:
+    """The daemon's grading process (`keep_resident`): forked once, then every grade goes to it, so the reference's
+    results it computed for the first serve the next and the daemon itself never imports torch. It holds no secret
+    (the daemon serves none). Replaced when it dies, or when the environment the trusted side reads differs from
+    the one it started with (its reference would be another's)."""
+
+    def __init__(self) -> None:
+        self.sock: socket.socket | None = None
+        self.env: dict[str, str] = {}
+
+    def ask(self, settings: dict[str, Any]) -> Any:
+        if self.sock is not None and self.env != settings["env"]:
+            self.close()
+        if self.sock is None:
+            self.sock, _pid = start(RESIDENT_ENTRY)
+            self.env = dict(settings["env"])
+        try:
+            send(self.sock, settings)
+            return recv(self.sock)
+        except BaseException:  # lost, or interrupted mid-answer: its next answer would be this one's
+            self.close()
+            raise
+
+    def close(self) -> None:
+        if self.sock is not None:
+            with contextlib.suppress(OSError):
+                self.sock.close()
+            self.sock = None
+
+
+_resident: _Resident | None = None
+
+
+def keep_resident() -> None:
+    """From now on, grade in one grading process kept for this process's life (the daemon), started now: it imports
+    the reference and computes its results for the no-secret cases while the daemon waits for its first client."""
+    global _resident
+    if _resident is None:
+        _resident = _Resident()
+    with contextlib.suppress(InfrastructureError, *LOST):
+        _resident.ask({"warm": True, "env": settings_env(), "cwd": os.getcwd()})
 
 
 def wanted() -> bool:
@@ -148,16 +192,20 @@ def grade(path: str | Path, *, steps: list[str] | None = None, secret: str | Non
                 "timeout": timeout, "config": config or {}, "env": settings_env(), "cwd": os.getcwd(),
                 "pictures": pictures}
     for attempt in (1, 2):  # a grading process that dies (the OOM killer, a crash) is replaced once
-        sock, _pid = start(ENTRY)
         try:
-            send(sock, settings)
-            answer = recv(sock)
+            if _resident is not None:
+                answer = _resident.ask(settings)
+            else:
+                sock, _pid = start(ENTRY)
+                try:
+                    send(sock, settings)
+                    answer = recv(sock)
+                finally:
+                    sock.close()
         except LOST as exc:
             if attempt == 2:
                 raise InfrastructureError(f"the grading process died twice ({type(exc).__name__})") from None
             continue
-        finally:
-            sock.close()
         if not isinstance(answer, dict):
             raise InfrastructureError("the grading process sent a malformed answer")
         if "report" in answer:
@@ -184,6 +232,30 @@ def grading_process(fd: int) -> None:
         sock, settings = enter(fd)
     except LOST:
         return  # the starter is gone
+    _answer(sock, settings)
+
+
+def resident_process(fd: int) -> None:
+    """The daemon's grading process (`keep_resident`): each message a submission's settings (or a warm-up), each
+    answered as grading_process answers one, until the daemon closes its end."""
+    try:
+        sock, settings = enter(fd)
+        while True:
+            if settings.get("warm"):
+                from grader.grading import engine
+
+                engine.prepared_requests("")  # the no-secret cases and the reference's results, once
+                send(sock, {"warm": True})
+            else:
+                os.chdir(settings["cwd"])  # the client's folder: a relative path in its command is its own
+                _answer(sock, settings)
+            settings = recv(sock)
+    except LOST:
+        return  # the daemon is gone, or closed its end
+
+
+def _answer(sock: socket.socket, settings: dict[str, Any]) -> None:
+    """Grade the submission `settings` names and send the answer: a report (unworded), or why there is none."""
     try:
         from grader.grading import engine
 
