@@ -99,11 +99,13 @@ make_venv() {  # make_venv WHO DIR: DIR/.venv from Debian's python3, torch first
     local who=$1 dir=$2
     if [ -x "$dir/.venv/bin/attn-kata" ]; then
         pip_q "$who" "$dir" --no-deps -e .  # a kept venv (ATTN_KATA_SETUPS_DIR): only the kata again
+        pip_q "$who" "$dir" pytest-xdist
         return
     fi
     as "$who" "$dir" "$SYSPY" -m venv .venv
     pip_q "$who" "$dir" torch==2.13.0  # the CPU build: a bare `torch` pulls CUDA's
     pip_q "$who" "$dir" -e .  # the kata's own dependencies: the sandbox tests' modules need nothing of [dev]
+    pip_q "$who" "$dir" pytest-xdist  # but two test files at a time, as the README's command runs them
 }
 
 banner() {  # banner WHO DIR TITLE
@@ -188,7 +190,8 @@ print(" ".join(str(f) for f in sorted(pathlib.Path("tests").glob("test_*.py"))
                if f.stem in SANDBOX_MODULES or "mark.sandbox" in f.read_text(encoding="utf-8")))')"
     echo "$label: pytest -m sandbox in $files"
     # shellcheck disable=SC2086
-    as "$who" "$dir" python -m pytest -q -rs -m sandbox -p no:randomly --junitxml="$dir/junit-sandbox.xml" $files \
+    as "$who" "$dir" python -m pytest -q -rs -n 2 --dist loadfile -m sandbox -p no:randomly \
+        --junitxml="$dir/junit-sandbox.xml" $files \
         || rc=$?
     TIMES+=("$label: sandbox tests $(($(date +%s) - t0)) s")
     if [ "$rc" -ne 0 ]; then fail "$label: pytest -m sandbox exited $rc"; fi

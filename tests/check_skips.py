@@ -1,6 +1,6 @@
 """Fail on any skipped test that the allow-list below does not name: a skip is a test that did not run.
 
-    python -m pytest -q -rs --junitxml=.pytest_cache/junit.xml tests && python tests/check_skips.py
+    python -m pytest -q -rs -n 2 --dist loadfile --junitxml=.pytest_cache/junit.xml tests && python tests/check_skips.py
 
 reads the JUnit XML pytest wrote (default .pytest_cache/junit.xml), prints every skip with its reason and
 exits 1 if one is not allowed (2 if the file is missing or holds no test). It reads pytest's own report, so

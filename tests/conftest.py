@@ -38,7 +38,8 @@ LACKS_BY_DESIGN = frozenset() if os.geteuid() == 0 else ROOT_ONLY
 WAIVER = "ATTN_KATA_ALLOW_WEAK_SANDBOX"
 
 
-# `pytest -m "not slow"`: a developer's quick loop (under 3 minutes on the 2-core machine); CI runs everything.
+# `pytest -n 2 --dist loadfile -m "not slow"`: a developer's quick loop (about a minute on the 2-core machine); CI runs
+# everything.
 # Slow are the modules that start real graders, daemons, notebooks or platforms again and again (each over 30 s
 # here; the red team's confinement tests also run in `pytest -m sandbox`, which a sandbox change should), and in
 # the other modules the tests named in SLOW_TESTS (each over about 8 s: a cold `attn-kata` process,
