@@ -67,7 +67,7 @@ def record(script: str, lines: list[str], figures: dict[str, str] | None = None)
         return
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     body = (f"## {script}\n\n{stamp}; load average (1, 5, 15 min) at the end: {load()}; {machine()}\n"
-            f"`python benchmarks/{script}.py {' '.join(a for a in sys.argv[1:] if a != '--no-record')}`"
+            f"`python benchmarks/{script.split()[0]}.py {' '.join(a for a in sys.argv[1:] if a != '--no-record')}`"
             f"\n\n```\n" + "\n".join(lines) + "\n```\n\n")
     text = RESULTS.read_text(encoding="utf-8") if RESULTS.exists() else HEADER
     RESULTS.write_text(_replace_section(text, script, body).rstrip("\n") + "\n", encoding="utf-8")
@@ -84,7 +84,7 @@ def readme(script: str, figures: dict[str, str], date: str) -> None:
     block, tail = rest.split(END, 1)
     rows = _rows(block)
     for name, value in figures.items():
-        rows[name] = (value, f"`{script}.py`, {date}, load {os.getloadavg()[0]:.1f}")
+        rows[name] = (value, f"`{script.split()[0]}.py`, {date}, load {os.getloadavg()[0]:.1f}")
     table = ["", "| Figure | Now | Measured by |", "|---|---|---|"]
     table += [f"| {name} | {value} | {source} |" for name, (value, source) in rows.items()]
     table.append("")
