@@ -3,7 +3,8 @@
 # line by a user that is not root, with Debian's own /usr/bin/python3 (an externally managed Python: pip refuses
 # outside a venv), in an empty folder. The wheel built from this checkout stands in for the wheel file the README
 # names and for PyPI (PIP_FIND_LINKS); the git line names a placeholder repository and is only shown. PyTorch's
-# CPU index is used as written: where it cannot be reached, pip's configured find-links serve the same wheel.
+# CPU index is used as written: where it cannot be reached, pip's configured find-links serve the same wheel (no
+# retries: an unreachable index cost ~80 s of pip's back-off, ten packages five times each).
 # Called by .ci/run after wheel_smoke.sh; needs the dev venv active (its setuptools builds the wheel).
 set -euo pipefail
 REPO="$(cd "$(dirname "$0")/.." && pwd)"
@@ -92,7 +93,7 @@ if [ "$(id -u)" -eq 0 ]; then
     chown -R kata-ci: "$KHOME/.config"
     setpriv --reuid=kata-ci --regid=kata-ci --init-groups -- env -i HOME="$KHOME" \
         PATH=/usr/bin:/bin LANG=C.UTF-8 ATTN_KATA_NO_DAEMON=1 ATTN_KATA_LANG=en \
-        PIP_DISABLE_PIP_VERSION_CHECK=1 bash "$WORK/run.sh"
+        PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_RETRIES=0 bash "$WORK/run.sh"
 else
-    env PATH=/usr/bin:/bin bash "$WORK/run.sh"
+    env PATH=/usr/bin:/bin PIP_RETRIES=0 bash "$WORK/run.sh"
 fi

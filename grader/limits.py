@@ -63,8 +63,8 @@ DAEMON_TICK = _bound("DAEMON_TICK", 2.0, "s", TIME, "grader.daemon.server",
 DAEMON_LOCK_PATIENCE = _bound("DAEMON_LOCK_PATIENCE", 3.0, "s", TIME, "grader.daemon.server",
                               "how long a new daemon waits for a stopping one to let go of the lock")
 DAEMON_START_TIMEOUT = _bound("DAEMON_START_TIMEOUT", 30.0, "s", TIME, "grader.daemon.client",
-                              "how long a command waits for a new daemon to listen (it binds before it warms up: its zygote, the reference); "
-                              "past it the command grades in-process")
+                              "how long a command waits for a new daemon to listen (it binds before it warms up: "
+                              "its zygote, the reference); past it the command grades in-process")
 DAEMON_BUSY_PATIENCE = _bound("DAEMON_BUSY_PATIENCE", 3.0, "s", TIME, "grader.daemon.client",
                               "how long a command waits for another command's starting daemon")
 ORPHAN_SCAN_INTERVAL = _bound("ORPHAN_SCAN_INTERVAL", 0.5, "s", TIME, "grader.pool.zygote",

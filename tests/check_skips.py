@@ -33,6 +33,8 @@ ALLOWED: list[tuple[str, str, str]] = [
     # a developer's run as a plain user: the daemon's refusal of another uid needs a process that becomes another
     # uid (nobody); CI's main suite runs as root and proves it
     ("tests.test_daemon", "test_another_user_cannot_connect", "needs root"),
+    # the same: a workspace made read-only for every user (a bind mount in a mount namespace) needs root to make
+    ("tests.test_init", "test_read_only_workspace_keeps_progress_in_the_user_state_dir", "needs root"),
 ]
 
 

@@ -69,13 +69,14 @@ def peer_uid(sock: socket.socket) -> tuple[int, int]:
 
 
 def _getpeereid() -> Any:
-    """libc's getpeereid, or None (Linux has SO_PEERCRED instead; Windows neither)."""
+    """libc's getpeereid, or None (Linux has SO_PEERCRED instead; Windows neither). Looked up in what the process
+    has loaded (libSystem on macOS), not through ctypes.util: on a darwin platform that imports ctypes.macholib,
+    which some Pythons leave out (Debian's)."""
     try:
         import ctypes
-        import ctypes.util
 
-        return ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True).getpeereid
-    except (OSError, AttributeError, TypeError):
+        return ctypes.CDLL(None, use_errno=True).getpeereid
+    except (OSError, AttributeError, TypeError, ImportError):
         return None
 
 
