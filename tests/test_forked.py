@@ -209,7 +209,9 @@ def test_a_grading_process_grades_when_asked_from_any_process(monkeypatch: pytes
     assert json.dumps(there.to_dict()) == json.dumps(here.to_dict())
 
 
-def test_report_from_dict_inverts_to_dict() -> None:
+def test_a_report_survives_the_grading_processs_wire() -> None:
+    """What a grading process sends (to_data, ASCII JSON: a lone surrogate as an escape) is the same report again
+    where it arrives (from_data), byte for byte in its JSON."""
     rep = Report("näive\udcff.py", [
         StepResult("softmax", "2. softmax", 1, 3.0, "partial",
                    [CheckResult("rows sum to 1", 1, 1, True), CheckResult("dim", 0.0, 2.0, False, "dim=0 \udc80 ✗")],
@@ -218,6 +220,6 @@ def test_report_from_dict_inverts_to_dict() -> None:
         notes=["a note"], grader_version="0.1.0", flags=[{"where": "a.py:1", "what": "gc"}],
         sandbox={"backend": "linux", "layers": ["pid_namespace"], "strong_required": False})
     doc = rep.to_dict()
-    again = forked.report_from_dict(json.loads(forked.encode(doc)))
+    again = Report.from_data(json.loads(forked.encode(rep.to_data())))
     assert json.dumps(again.to_dict()) == json.dumps(doc)
     assert again.score == rep.score and again.max_score == rep.max_score

@@ -27,7 +27,7 @@ from typing import Any
 from grader import i18n, limits
 from grader.files import without_surrogates
 from grader.pool.errors import InfrastructureError, WeakSandbox
-from grader.report import CheckResult, Report, StepResult
+from grader.report import Report
 from grader.sandbox.framing import ChannelError, recv_msg, send_msg
 from grader.settings import backend, resolve_secret
 
@@ -287,16 +287,6 @@ def _answer(sock: socket.socket, settings: dict[str, Any]) -> None:
         data = encode({"error": f"the report could not be encoded: {type(exc).__name__}: {exc}"})
     with contextlib.suppress(*LOST):
         send_msg(sock, data)
-
-
-def report_from_dict(d: dict[str, Any]) -> Report:
-    """The Report whose to_dict() is `d` (Report.to_dict's inverse: the same JSON, byte for byte)."""
-    steps = [StepResult(s["id"], s["title"], s["score"], s["max_score"], s["status"],
-                        [CheckResult(c["name"], c["score"], c["max_score"], c["passed"], c["message"])
-                         for c in s["checks"]], s["detail"], s["message"], [dict(x) for x in s["diagnoses"]])
-             for s in d["steps"]]
-    return Report(d["submission"], steps, notes=list(d["notes"]), grader_version=d["grader_version"],
-                  schema_version=d["schema_version"], flags=[dict(f) for f in d["flags"]], sandbox=dict(d["sandbox"]))
 
 
 # ---------------------------------------------------------------- pictures, without torch

@@ -358,7 +358,7 @@ def run_batch(*, directory: str | Path, out: str | Path, jobs: int | None = None
         _stop_zygote()  # when nothing was left to grade, or discovery failed
         shutil.rmtree(staging, ignore_errors=True)  # OUT holds nothing but results
     summary = write_outputs(entries, reports, out, steps)
-    not_graded = {e.student: i18n.word(e.rejected, lang) for e in entries if reports.get(e.slug) is None}
+    not_graded = {e.student: e.rejected for e in entries if reports.get(e.slug) is None}  # worded: Outputs
     return BatchResult(len(entries), len(groups), reused, len(entries),
                        not_graded, time.monotonic() - t0, summary, out,
                        {e.student: e.status for e in entries if e.status != GRADED})
@@ -419,7 +419,7 @@ def pending(entries: list[Entry], done: set[str]) -> list[list[Entry]]:
 def grade_groups(groups: list[list[Entry]], index: Index, version: str, shash: str, *,
                  jobs: int | None, secret: str, timeout: float | None,
                  progress: Callable[[int], Any] | None, allow_weak_sandbox: bool, steps: list[str] | None = None,
-                 on_report: Callable[[list[Entry], dict[str, Any]], Any] | None = None) -> dict[str, str]:
+                 on_report: Callable[[list[Entry], Report], Any] | None = None) -> dict[str, str]:
     """Grade each group in the pool and index each report (unworded: grader.i18n.to_data) as it arrives, then
     hand it to `on_report` (with its group: Outputs.report writes it); the failures, by slug."""
     failures: dict[str, str] = {}
@@ -443,12 +443,12 @@ def grade_groups(groups: list[list[Entry]], index: Index, version: str, shash: s
                 for e in group:
                     failures[e.slug] = f"internal error: {err.splitlines()[0] if err else 'unknown'}"
             else:
-                report = Report.from_data(report).to_data()  # refused here (ValueError) if it is not one
-                if not again and any(s.get("detail") == "timeout" for s in report["steps"]):
+                rep = Report.from_data(report)  # refused here (ValueError) if it is not one
+                if not again and any(s.detail == "timeout" for s in rep.steps):
                     timed_out.append(i)
-                index.put(group[0], version, shash, report, secs)
+                index.put(group[0], version, shash, report, secs)  # as it came: unworded
                 if on_report:
-                    on_report(group, report)
+                    on_report(group, rep)
             if progress and not again:
                 progress(len(group))
 
@@ -481,8 +481,8 @@ class Outputs:
         self.out, self.lang = out, lang
         self.written: dict[str, dict[str, Any]] = {}  # the reports written as they came, worded, by slug
 
-    def report(self, group: list[Entry], data: dict[str, Any]) -> None:
-        worded = Report.from_data(data).worded(self.lang).to_dict()
+    def report(self, group: list[Entry], rep: Report) -> None:
+        worded = rep.worded(self.lang).to_dict()
         for e in group:
             self.written[e.slug] = _write_report(self.out, e, worded)
 

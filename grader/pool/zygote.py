@@ -44,8 +44,8 @@ ORPHAN_SCAN_INTERVAL = limits.ORPHAN_SCAN_INTERVAL  # seconds
 # second worker: a zygote that serves one submission (a cold `grade`, a Gradescope run) forks one, and would pay
 # for the collapse (CPU beside its grading process and worker) without ever being paid back. It waits, too, for a
 # pause of COLLAPSE_IDLE seconds without a request: a batch asks every few tens of ms and would pay 1.6 s of
-# compaction beside its workers to save ~2.3 ms a fork, a loss below ~700 submissions (measured: 0.144 -> 0.129 s
-# CPU a submission at N=120); a daemon waits for the learner's next save and collapses meanwhile
+# compaction beside its workers to save ~2.3 ms a fork (both measured alone, in one process), a loss below ~700
+# submissions; a daemon waits for the learner's next save and collapses meanwhile
 COLLAPSE_AFTER = 2
 COLLAPSE_IDLE = 1.0
 ENTRY = re.compile(r"grader(\.\w+)+:\w+")  # a grading process's entry point, module:function
