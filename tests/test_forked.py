@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -59,6 +60,27 @@ def test_a_cold_grade_forks_its_trusted_side_and_reports_the_same_bytes(path: st
     assert _torch_imported(warm)
     assert cold.stdout == warm.stdout  # byte for byte
     assert json.loads(cold.stdout)["steps"]
+
+
+def test_a_step_that_kills_the_worker_of_a_cold_grade_leaves_the_rest_graded(tmp_path: Path) -> None:
+    """A cold grade's zygote becomes its grading process after forking one worker; when a step kills that worker,
+    the steps after it are graded in a worker of a fresh zygote (the grading process never forks): the report is
+    the in-process one, byte for byte."""
+    sub = tmp_path / "sub"
+    shutil.copytree(ROOT / "solutions", sub, ignore=shutil.ignore_patterns("__pycache__"))
+    first = sub / "step01_dot_scores.py"
+    head = "def attention_scores(inputs: torch.Tensor, query: torch.Tensor) -> torch.Tensor:\n"
+    assert head in first.read_text()
+    first.write_text(first.read_text().replace(head, head + "    import os\n\n    os._exit(3)\n", 1))
+    args = ["grade", str(sub), "--format", "json", "--step", "dot_scores", "--step", "softmax", "--step",
+            "causal_mask"]
+    cold, warm = _kata(args), _kata(args, preload_torch=True)
+    assert cold.returncode == warm.returncode == 0, cold.stderr + warm.stderr
+    assert not _torch_imported(cold)
+    assert cold.stdout == warm.stdout
+    steps = {s["id"]: s for s in json.loads(cold.stdout)["steps"]}
+    assert steps["dot_scores"]["status"] == "error" and "exited with status 3" in steps["dot_scores"]["message"]
+    assert steps["softmax"]["status"] == steps["causal_mask"]["status"] == "passed"
 
 
 @pytest.mark.parametrize("fmt", ["gradescope", "prairielearn", "table"])
@@ -141,40 +163,109 @@ def _descendants_named(name: str, ancestor: int) -> list[int]:
     return out
 
 
-def test_the_secret_reaches_the_grading_process_only_never_the_zygote(tmp_path: Path) -> None:
-    """The zygote (and so every worker it forks) is started without the secret, in its arguments or environment;
-    the forked grading process learns it over its own socket, after the fork. Read from /proc while a slow
-    submission keeps them all alive."""
-    secret = "forked-term-key-" + "5309"
+def _is_zygote(pid: int) -> bool:
+    """The zygote or a fork of it, by its command line (the zygote becomes the grading process of a cold grade: its
+    name changes, its command line stays)."""
+    try:
+        return b"grader.pool.zygote" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+
+
+def _holds(pid: int, needle: bytes) -> bool | None:
+    """Is `needle` in the writable memory of process `pid`? None: its memory cannot be read from here (a worker is
+    not dumpable: only root reads it)."""
+    try:
+        maps = Path(f"/proc/{pid}/maps").read_text().splitlines()
+        mem = open(f"/proc/{pid}/mem", "rb")  # noqa: SIM115 - closed below
+    except OSError:
+        return None
+    read_any = False
+    with mem:
+        for line in maps:
+            fields = line.split()
+            lo, hi = (int(x, 16) for x in fields[0].split("-"))
+            if not fields[1].startswith("rw") or hi - lo > 1 << 28:
+                continue
+            try:
+                mem.seek(lo)
+                chunk = mem.read(hi - lo)
+            except (OSError, ValueError, OverflowError):
+                continue
+            read_any = True
+            if needle in chunk:
+                return True
+    return False if read_any else None
+
+
+def _watch_cold_grade(tmp_path: Path, secret: str, look: Any) -> subprocess.CompletedProcess:
+    """A cold `grade` of a step that sleeps 2 s, with `look(pid, kind)` called on every process of it meanwhile
+    (kind: "zygote" for the zygote, which becomes the grading process, or the process's name)."""
     slow = (ROOT / "solutions" / "step01_dot_scores.py").read_text().replace(
-        "    return attn_scores", "    import time\n    time.sleep(0.5)\n    return attn_scores")
+        "    return attn_scores", "    import time\n    time.sleep(2.0)\n    return attn_scores")
     (tmp_path / "slow.py").write_text(slow)
-    seen: dict[str, list[bytes]] = {"attn-zygote": [], "attn-grade": [], "attn-worker": []}
     done = threading.Event()
 
-    def look() -> None:
+    def watch() -> None:
         me = os.getpid()
         while not done.is_set():
-            for name, found in seen.items():
+            for name in ("attn-grade", "attn-worker", "python", "python3"):
                 for pid in _descendants_named(name, me):
-                    for what in ("environ", "cmdline"):
-                        with contextlib.suppress(OSError):  # a worker of another uid
-                            found.append(Path(f"/proc/{pid}/{what}").read_bytes())
+                    look(pid, "zygote" if name != "attn-worker" and _is_zygote(pid) else name)
             time.sleep(0.02)
 
-    looker = threading.Thread(target=look)
-    looker.start()
+    watcher = threading.Thread(target=watch)
+    watcher.start()
     try:
         run = _kata(["grade", str(tmp_path / "slow.py"), "--step", "dot_scores", "--format", "json",
                      "--allow-weak-sandbox"], env={"ATTN_KATA_SECRET": secret})
     finally:
         done.set()
-        looker.join()
+        watcher.join()
     assert run.returncode == 0, run.stderr
     assert json.loads(run.stdout)["steps"][0]["status"] == "passed"
-    assert seen["attn-zygote"] and seen["attn-grade"], "the processes were not seen: this proves nothing"
+    return run
+
+
+def test_the_secret_reaches_the_grading_process_only_never_the_zygote(tmp_path: Path) -> None:
+    """The zygote (and so every worker it forks) is started without the secret, in its arguments or environment;
+    the grading process (the zygote itself, after it forked its worker) learns it over its own socket. Read from
+    /proc while a slow submission keeps them all alive."""
+    secret = "forked-term-key-" + "5309"
+    seen: dict[str, list[bytes]] = {"zygote": [], "attn-worker": []}
+
+    def look(pid: int, kind: str) -> None:
+        for what in ("environ", "cmdline"):
+            with contextlib.suppress(OSError, KeyError):  # a worker of another uid
+                seen[kind].append(Path(f"/proc/{pid}/{what}").read_bytes())
+
+    _watch_cold_grade(tmp_path, secret, look)
+    assert seen["zygote"] and seen["attn-worker"], "the processes were not seen: this proves nothing"
     for name, found in seen.items():
         assert not any(secret.encode() in blob for blob in found), f"the secret is in the {name}'s environment"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root: a worker is not dumpable, only root reads its memory")
+def test_a_cold_grades_worker_is_forked_before_the_secret_exists_in_its_parent(tmp_path: Path) -> None:
+    """A cold grade's zygote forks the worker, then becomes the grading process and learns the secret: the secret
+    is in the grading process's memory (the search can find it), never in the worker's."""
+    secret = "forked-memory-key-" + "7731"
+    found: dict[str, list[bool | None]] = {"attn-grade": [], "attn-worker": []}
+    zygote_kinds: set[bool] = set()  # was each grading process seen the zygote itself (its command line)?
+
+    def look(pid: int, kind: str) -> None:
+        with contextlib.suppress(OSError):
+            name = Path(f"/proc/{pid}/comm").read_text().strip() if kind == "zygote" else kind
+            if name in found and len(found[name]) < 3:
+                if name == "attn-grade":
+                    zygote_kinds.add(kind == "zygote")
+                found[name].append(_holds(pid, secret.encode()))
+
+    _watch_cold_grade(tmp_path, secret, look)
+    assert True in found["attn-grade"], f"the search never found the secret in the grading process: {found}"
+    assert zygote_kinds == {True}, "the grading process is not the zygote itself"
+    assert found["attn-worker"] and None not in found["attn-worker"], found
+    assert True not in found["attn-worker"], "the secret is in the worker's memory"
 
 
 def test_a_grading_process_that_cannot_start_is_an_infrastructure_error(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -186,6 +277,7 @@ def test_a_grading_process_that_cannot_start_is_an_infrastructure_error(monkeypa
 
     monkeypatch.setattr(forked, "wanted", lambda: True)
     monkeypatch.setattr(zygote.Zygote, "grader", refuse)
+    monkeypatch.setattr(zygote.Zygote, "become", refuse)
     try:
         with pytest.raises(InfrastructureError, match="refused"):
             forked.grade(ROOT / "solutions", steps=["dot_scores"])

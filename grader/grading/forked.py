@@ -65,15 +65,21 @@ def recv(sock: socket.socket) -> Any:
     return json.loads(recv_msg(sock, max_bytes=MAX_MESSAGE))
 
 
-def start(entry: str) -> tuple[socket.socket, int]:
+def start(entry: str, *, become: bool = False) -> tuple[socket.socket, int]:
     """Fork a trusted grading process from this process's zygote (a fresh zygote if that one is gone) that runs
-    `entry` ("module:function") on its end of a new socketpair; (our end, its pid)."""
+    `entry` ("module:function") on its end of a new socketpair; (our end, its pid). `become`: one submission's
+    grading process, which a zygote that has forked nothing yet becomes itself after forking its worker
+    (grader.pool.zygote's `become`: one process with torch fewer); else forked as a batch's are."""
     from grader.pool import zygote
 
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         try:
-            pid = zygote.zygote().grader(theirs.fileno(), entry)
+            z = zygote.zygote()
+            if become and z.can_become():
+                pid = z.become(theirs.fileno(), entry)
+            else:
+                pid = z.grader(theirs.fileno(), entry)
         except (OSError, ValueError):  # the zygote is gone: once more with a fresh one
             try:
                 pid = zygote.zygote(fresh=True).grader(theirs.fileno(), entry)
@@ -196,7 +202,7 @@ def grade(path: str | Path, *, steps: list[str] | None = None, secret: str | Non
             if _resident is not None:
                 answer = _resident.ask(settings)
             else:
-                sock, _pid = start(ENTRY)
+                sock, _pid = start(ENTRY, become=True)
                 try:
                     send(sock, settings)
                     answer = recv(sock)

@@ -138,6 +138,16 @@ def zygote(fresh: bool = False) -> Any:
     return linux(fresh=fresh)
 
 
+def _ended(pid: int) -> None:
+    """A worker was killed: a grading process that forked it itself (a zygote that became one: zygote.become)
+    reaps it now; a zygote's loop does that on its own."""
+    from grader.pool.zygote import current
+
+    z = current()
+    if z is not None:
+        z.ended(pid)
+
+
 def exit_status(raw: Any) -> str:
     from grader.pool.zygote import exit_status as linux
 
@@ -148,17 +158,12 @@ class LinuxWorker:
     backend = "linux"
 
     def __init__(self, units: list[tuple[str, str, str]], config: dict[str, Any]):
-        self.sock, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            try:
-                self.pid = zygote().spawn(child.fileno())
-            except (OSError, ValueError):  # an infrastructure hiccup: retry once with a fresh zygote
-                try:
-                    self.pid = zygote(fresh=True).spawn(child.fileno())
-                except (OSError, ValueError) as exc:
-                    raise InfrastructureError(f"could not start a worker: {exc}") from None
-        finally:
-            child.close()
+        # a zygote that became this grading process forked our worker before it learnt anything (zygote.become)
+        ready = zygote().take()
+        if ready is not None:
+            self.sock, self.pid = ready
+        else:
+            self.sock, self.pid = self._spawn()
         # a handle on this very process: a signal through it can never reach another process that was given
         # the same pid after the zygote reaped ours (the worker waits for its set-up, so it is alive here)
         try:
@@ -169,6 +174,21 @@ class LinuxWorker:
         self.workdir = _workdir()
         setup = {"units": units, "config": {**config, "workdir": self.workdir, "pid": self.pid}}
         channel.send_msg(self.sock, channel.encode({}, setup))
+
+    @staticmethod
+    def _spawn() -> tuple[socket.socket, int]:
+        ours, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            try:
+                return ours, zygote().spawn(child.fileno())
+            except (OSError, ValueError):  # an infrastructure hiccup: retry once with a fresh zygote
+                try:
+                    return ours, zygote(fresh=True).spawn(child.fileno())
+                except (OSError, ValueError) as exc:
+                    ours.close()
+                    raise InfrastructureError(f"could not start a worker: {exc}") from None
+        finally:
+            child.close()
 
     def _receive(self, timeout: float) -> tuple[dict[str, torch.Tensor], Any]:
         try:
@@ -232,6 +252,7 @@ class LinuxWorker:
                 signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
             os.close(self.pidfd)
             self.pidfd = None
+            _ended(self.pid)
         self.sock.close()
         remove_tree(self.workdir)
 

@@ -14,6 +14,12 @@ command. Lines, one per request:
 - `grader MODULE:FUNCTION` (primary connection only) with a socket attached -> `<pid>`: fork a trusted grading
   process (a batch's, grader.instructor.batch, or one submission's, grader.grading.forked), which learns the
   secret only afterwards, over that socket;
+- `become MODULE:FUNCTION` (primary connection only, to a zygote that has forked nothing yet) with a socket
+  attached -> its own pid: fork one worker, then *become* the trusted grading process of one submission (`grade`,
+  a Gradescope run: grader.grading.forked) and run `MODULE:FUNCTION` on that socket. It learns the secret and
+  imports the reference only after the worker's fork, as a forked grading process would; it never forks again
+  (a second worker, after a step killed the first, comes from a fresh zygote: `_Judged`). One process with torch
+  fewer than a grading process of its own: ~200 MB less summed RSS, one fork and its copy-on-write faults less;
 - `status <pid>` -> the exit status once that child has been reaped, else `none`.
 """
 
@@ -29,6 +35,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from typing import Any
 
@@ -120,7 +127,9 @@ def serve(primary: socket.socket) -> None:
 
     _subreaper()
     set_name("attn-zygote")
-    _Server(primary).run()
+    server = _Server(primary)
+    entry, fd = server.run()  # returns only when asked to `become` a grading process
+    server.become(entry, fd)
 
 
 class _Server:
@@ -142,6 +151,7 @@ class _Server:
         self.last_scan = 0.0
         self.sel = selectors.DefaultSelector()
         self.conns: dict[int, _Conn] = {}
+        self.becoming: tuple[str, int] | None = None  # (entry, socket) of a `become` request
         confine.remove_stale_cgroups()
         self.add(primary, True)
 
@@ -154,7 +164,8 @@ class _Server:
         del self.conns[c.sock.fileno()]
         c.sock.close()
 
-    def run(self) -> None:
+    def run(self) -> tuple[str, int]:
+        """Serve until asked to `become` a grading process (else until the grader goes away: shut_down exits)."""
         from grader.pool.preload import collapse
 
         more = True  # huge pages still to make (preload._Collapse): done only while no request waits
@@ -166,6 +177,8 @@ class _Server:
                 last = time.monotonic()
             for key, _ in events:
                 self.handle(self.conns[key.fd])
+            if self.becoming is not None:
+                return self.becoming
             reaped = self.reap()
             self.tidy(reaped, idle=not events)
             if collapsing and not events:
@@ -194,11 +207,41 @@ class _Server:
             if control is not None:
                 self.add(control, False)
             return f"{pid}\n"
+        if (verb == "become" and c.primary and ENTRY.fullmatch(arg) is not None and len(fds) == 1
+                and self.pristine() and self.becoming is None):
+            self.becoming = (arg, fds[0])
+            return f"{os.getpid()}\n"
         for fd in fds:
             os.close(fd)
         if verb == "status" and arg.isdigit() and not fds:
             return f"{self.statuses.get(int(arg), 'none')}\n"
         return "error\n"
+
+    def pristine(self) -> bool:
+        """Nothing forked yet and no connection but the primary: this process may still become a grading process."""
+        return not self.spawned and not self.graders and not self.workers and len(self.conns) == 1
+
+    def become(self, entry: str, fd: int) -> None:
+        """Fork this submission's worker, then turn into its trusted grading process: run `entry` on `fd`, tidy up,
+        exit. The worker is forked first, while this process still holds nothing but torch and the worker code; the
+        grading process learns its settings and the secret over `fd` afterwards (grader.grading.forked.enter)."""
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        pid, _ = self.fork("spawn", theirs.fileno())
+        theirs.close()
+        self.workers.add(pid)
+        self.spawned += 1
+        for conn in list(self.conns.values()):
+            self.sel.unregister(conn.sock)
+        self.sel.close()
+        judged = _Judged(self, ours, pid)
+        global _ZYGOTE
+        _ZYGOTE = judged  # grader.pool.session's workers: the one forked above, then fresh zygotes' (`_Judged`)
+        set_name("attn-grade")
+        try:
+            module, _, function = entry.partition(":")
+            getattr(importlib.import_module(module), function)(fd)
+        finally:
+            judged.shut_down()
 
     def fork(self, kind: str, channel_fd: int, entry: str = "") -> tuple[int, socket.socket | None]:
         control = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM) if kind == "grader" else None
@@ -361,6 +404,8 @@ class Zygote:
         self.owner = os.getpid()
         self.proc: subprocess.Popen | None = None
         self.env: dict[str, str] | None = None  # the environment it was started with (None: not ours to start)
+        self.used = False  # asked to fork something: it may no longer `become` a grading process
+        self.spent = False  # it became a grading process: no longer a zygote
         if conn is not None:
             self.conn, self.pid = conn, os.getppid()
             return
@@ -378,7 +423,7 @@ class Zygote:
         self.pid = self.proc.pid
 
     def alive(self) -> bool:
-        if os.getpid() != self.owner:  # a plain fork of our process must not share our connection
+        if os.getpid() != self.owner or self.spent:  # a plain fork of our process must not share our connection
             return False
         if self.proc is not None:
             return self.proc.poll() is None
@@ -413,15 +458,115 @@ class Zygote:
             raise OSError("garbled answer from the zygote") from None
 
     def spawn(self, fd: int) -> int:
+        self.used = True
         return int(self._ask("spawn", [fd]))
 
     def grader(self, fd: int, entry: str) -> int:
         """Fork a trusted grading process that runs `entry` ("module:function") on `fd` (grader.grading.forked);
         only the connection that started the zygote may ask."""
+        self.used = True
         return int(self._ask(f"grader {entry}", [fd]))
+
+    def can_become(self) -> bool:
+        """Started by this process and never asked to fork: it may `become` a grading process."""
+        return self.proc is not None and not self.used and self.alive()
+
+    def become(self, fd: int, entry: str) -> int:
+        """Have the zygote fork one worker and then become the grading process that runs `entry` on `fd` (see
+        the module's `become`); its pid. It is no longer a zygote: the next `zygote()` starts another."""
+        self.used = True
+        answer = self._ask(f"become {entry}", [fd])
+        self.spent = answer != "error"
+        return int(answer)
+
+    def take(self) -> tuple[socket.socket, int] | None:
+        """A worker forked in advance (only a zygote that became a grading process has one: `_Judged`)."""
+        return None
+
+    def ended(self, pid: int) -> None:
+        """A worker was killed: the zygote's loop reaps it and tidies up after it."""
 
     def status(self, pid: int) -> str:
         return self._ask(f"status {pid}")
+
+
+class _Judged:
+    """`zygote()` in a zygote that became one submission's grading process (`_Server.become`). Its first worker
+    is the one forked before this process learnt anything (`take`); a later one (a step killed the first) comes
+    from a fresh zygote, started as any grader starts one (exec'd, a filtered environment: nothing of this
+    process's memory reaches it). It never forks a worker itself. It reaps its worker, kills the worker's group
+    and removes its cgroups as the zygote's loop would, and ends everything when the grader goes away."""
+
+    env = None
+    proc = None
+
+    def __init__(self, server: _Server, channel: socket.socket, pid: int) -> None:
+        self.server, self.owner, self.pid = server, os.getpid(), os.getpid()
+        self.ready: tuple[socket.socket, int] | None = (channel, pid)
+        self.fallback: Zygote | None = None
+        self.lock = threading.Lock()
+        # the grader's end closing (it exited, was killed) ends this process too, as it ends a zygote
+        primary = next(c.sock for c in server.conns.values() if c.primary)
+        threading.Thread(target=self._watch, args=(primary,), daemon=True).start()
+
+    def _watch(self, primary: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            while primary.recv(256):
+                pass
+        self.shut_down()
+
+    def alive(self) -> bool:
+        return True
+
+    def take(self) -> tuple[socket.socket, int] | None:
+        ready, self.ready = self.ready, None
+        return ready
+
+    def spawn(self, fd: int) -> int:
+        if self.fallback is None or not self.fallback.alive():
+            self.fallback = Zygote()
+        return self.fallback.spawn(fd)
+
+    def fresh(self) -> _Judged:
+        if self.fallback is not None:
+            self.fallback.stop(wait=0.5)
+            self.fallback = None
+        return self
+
+    def ended(self, pid: int) -> None:
+        """Our worker `pid` was killed: kill its group (it is our child, not reaped: the group is still its own),
+        reap it, remove its cgroups."""
+        if pid not in self.server.workers:
+            return
+        _kill_group(pid)
+        deadline = time.monotonic() + 2.0
+        while time.monotonic() < deadline:
+            with contextlib.suppress(ChildProcessError):
+                done, status = os.waitpid(pid, os.WNOHANG)
+                if not done:
+                    time.sleep(0.002)
+                    continue
+                self.server.statuses[pid] = status
+            self.server.workers.discard(pid)
+            self.server.sandbox.remove_cgroup(pid) or self.server.stale_groups.add(pid)
+            return
+
+    def status(self, pid: int) -> str:
+        if pid in self.server.workers or pid in self.server.statuses:
+            self.ended(pid)
+            return str(self.server.statuses.get(pid, "none"))
+        return self.fallback.status(pid) if self.fallback is not None else "none"
+
+    def stop(self, wait: float = 5.0) -> None:
+        self.fresh()
+
+    def shut_down(self) -> None:
+        """Stop the fresh zygote, if one was started, then end as the zygote ends: kill our worker's group, remove
+        its cgroups, reap every child (what the worker left behind is re-parented here), exit."""
+        self.lock.acquire()  # once: the watcher and the grading process's end may both come here
+        with contextlib.suppress(Exception):
+            self.fresh()
+        self.server.shut_down()
 
 
 def _zygote_env() -> dict[str, str]:
@@ -441,7 +586,7 @@ def _zygote_env() -> dict[str, str]:
     return env
 
 
-_ZYGOTE: Zygote | None = None
+_ZYGOTE: Zygote | _Judged | None = None
 
 
 def zygote(fresh: bool = False) -> Zygote:
@@ -450,6 +595,10 @@ def zygote(fresh: bool = False) -> Zygote:
     started early (a notebook kernel's import of the grader, grader/__init__.py) before the variable named a
     reference under a path workers may read let them read it (red team 15)."""
     global _ZYGOTE
+    if isinstance(_ZYGOTE, _Judged):  # this process is a zygote that became a grading process
+        return _ZYGOTE.fresh() if fresh else _ZYGOTE  # type: ignore[return-value]
+    if _ZYGOTE is not None and _ZYGOTE.spent and os.getpid() == _ZYGOTE.owner:
+        stop()  # it became a grading process, which has answered by now: reap it
     if (_ZYGOTE is not None and _ZYGOTE.env is not None and os.getpid() == _ZYGOTE.owner
             and _ZYGOTE.env.get("ATTN_KATA_HIDE") != _zygote_env().get("ATTN_KATA_HIDE")):
         stop()  # closes our end: it kills its workers and exits
@@ -465,6 +614,11 @@ def zygote(fresh: bool = False) -> Zygote:
     return _ZYGOTE
 
 
+def current() -> Zygote | _Judged | None:
+    """This process's zygote if it has one now (never starts one)."""
+    return _ZYGOTE
+
+
 def attach(conn: socket.socket) -> None:
     """In a grading process the zygote forked: use that zygote, over the connection it made for us."""
     global _ZYGOTE
@@ -476,7 +630,8 @@ def stop() -> None:
     global _ZYGOTE
     if _ZYGOTE is not None:
         _ZYGOTE.stop()
-        _ZYGOTE = None
+        if not isinstance(_ZYGOTE, _Judged):  # a grading process's own handle stays: its worker is still its child
+            _ZYGOTE = None
 
 
 def warm_up() -> None:
