@@ -2,8 +2,9 @@
 
     python benchmarks/bench_grade.py [-n 10] [--rounds 3] [--before DIR] [PATH]
 
-- cold: `attn-kata --no-daemon grade PATH --format json` as a fresh process (never the warm daemon's answer),
-  interleaved round by round with `python -I -c "import torch"`: wall time, CPU of every process it starts (the
+- cold: `attn-kata --no-daemon grade PATH --format json` as a fresh process (never the warm daemon's answer), and
+  Gradescope's run (`attn-kata gradescope run`, PATH's files uploaded), interleaved round by round with
+  `python -I -c "import torch"`: wall time, CPU of every process it starts (the
   zygote, the grading process, the worker: benchmarks/counted.py) and the peak of their summed RSS and PSS, each
   as a median and as a ratio to one torch import. `--before DIR`: the same cold grade run from another checkout of
   the kata (e.g. `git worktree add DIR HEAD~1`), in the same rounds;
@@ -16,8 +17,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -38,6 +41,13 @@ def cold(path: str, rounds: int, before: str | None) -> None:
         "import torch": ([sys.executable, "-I", "-c", "import torch"], str(ROOT)),
         "cold grade": ([sys.executable, "-m", "grader", "--no-daemon", "grade", os.path.abspath(path), "--format",
                         "json"], str(ROOT))}
+    # Gradescope's run_autograder as its container runs it: the same submission, in ROOT/submission
+    upload = Path(tempfile.mkdtemp(prefix="bench-gradescope-"))
+    (upload / "submission").mkdir()
+    files = sorted(Path(path).glob("*.py")) if Path(path).is_dir() else [Path(path)]
+    for f in files:
+        shutil.copy(f, upload / "submission" / f.name)
+    runs["Gradescope run"] = ([sys.executable, "-m", "grader", "gradescope", "run", "--root", str(upload)], str(ROOT))
     if before:  # `python -m grader` from that folder imports its grader (the current folder comes first)
         # the default submission is each checkout's own solutions/ (an older kata may not read newer file names)
         theirs = str(Path(before) / "solutions") if Path(path) == ROOT / "solutions" else os.path.abspath(path)
@@ -68,6 +78,11 @@ def cold(path: str, rounds: int, before: str | None) -> None:
             figures["cold `grade --no-daemon` vs `import torch` (CPU, wall)"] = \
                 f"{cpu / torch_cpu:.2f}x, {wall / torch_wall:.2f}x"
             figures["cold grade, peak summed RSS (PSS)"] = f"{rss:.0f} MiB ({pss:.0f} MiB)"
+        if name == "Gradescope run":
+            figures["Gradescope run vs `import torch` (CPU, wall)"] = \
+                f"{cpu / torch_cpu:.2f}x, {wall / torch_wall:.2f}x"
+            figures["Gradescope run, peak summed RSS (PSS)"] = f"{rss:.0f} MiB ({pss:.0f} MiB)"
+    shutil.rmtree(upload, ignore_errors=True)
     for line in lines:
         print(line)
     results.record("bench_grade", lines, figures)

@@ -192,9 +192,7 @@ def main(ctx: click.Context, lang: str | None, no_daemon: bool) -> None:
         warm.warm_up()  # the zygote (or a spare worker) imports torch while this process goes on
     if ctx.invoked_subcommand == "watch" and not client.bypassed(no_daemon):
         client.start_in_background()  # so that the checks after this session are warm too
-    from grader.learner import api
-
-    ctx.obj = {"lang": lang or api.default_lang()}
+    ctx.obj = {"lang": lang or i18n.default_lang()}
     i18n.set_lang(ctx.obj["lang"])  # every learner-facing text from here on (grader/i18n.py)
 
 

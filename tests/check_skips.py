@@ -35,6 +35,10 @@ ALLOWED: list[tuple[str, str, str]] = [
     ("tests.test_daemon", "test_another_user_cannot_connect", "needs root"),
     # the same: a workspace made read-only for every user (a bind mount in a mount namespace) needs root to make
     ("tests.test_init", "test_read_only_workspace_keeps_progress_in_the_user_state_dir", "needs root"),
+    # the same: a worker is not dumpable, so only root reads its memory (the secret's absence from it); CI's main
+    # suite runs as root and proves it
+    ("tests.test_forked", "test_a_cold_grades_worker_is_forked_before_the_secret_exists_in_its_parent",
+     "needs root"),
 ]
 
 

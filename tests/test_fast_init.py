@@ -18,7 +18,7 @@ def _build(seed: int) -> nn.Module:
 
 
 def test_a_gpt2_size_weight_is_a_view_of_the_scaled_table_with_the_copied_values() -> None:
-    fast_init.pool()
+    fast_init.signed()
     table = fast_init.SCALED[fast_init.GPT2_BOUND]
     viewed = _build(7)
     saved = dict(fast_init.SCALED)
@@ -37,7 +37,7 @@ def test_a_gpt2_size_weight_is_a_view_of_the_scaled_table_with_the_copied_values
 
 
 def test_another_bound_or_seed_still_draws_other_values() -> None:
-    fast_init.pool()
+    fast_init.signed()
     a, b = _build(1), _build(2)
     assert not torch.equal(a.W_query.weight, b.W_query.weight)
     torch.manual_seed(1)
@@ -55,3 +55,16 @@ def test_stand_in_masks_are_views_of_one_table_each_listed_apart() -> None:
     assert torch.equal(one.mask, torch.ones(1024, 1024, dtype=torch.bool).triu(1))
     wrapper = STANDINS["MultiHeadAttentionWrapper"](4, 2, 6, 0.0, 3)  # heads of one size share a table
     assert [n for n, _b in wrapper.named_buffers()] == ["heads.0.mask", "heads.1.mask", "heads.2.mask"]
+
+
+def test_asymmetric_bounds_copy_a_window_of_the_unit_table_made_when_first_asked() -> None:
+    """The [0, 1) table is not made in the zygote (4 MB less in every process); asymmetric bounds make it where
+    they are first met, the same values in every process (seed 0, a generator of its own)."""
+    torch.manual_seed(5)
+    start = int(torch.randint(fast_init.POOL_SIZE - 12 + 1, ()))
+    torch.manual_seed(5)
+    with fast_init.fast_uniform():
+        got = torch.empty(3, 4).uniform_(0.5, 2.0)
+    unit = torch.rand(fast_init.POOL_SIZE, generator=torch.Generator().manual_seed(0))
+    assert torch.equal(got, unit[start:start + 12].view(3, 4) * 1.5 + 0.5)
+    assert fast_init.pool() is fast_init.pool() and torch.equal(fast_init.pool(), unit)

@@ -76,10 +76,8 @@ def start(entry: str, *, become: bool = False) -> tuple[socket.socket, int]:
     try:
         try:
             z = zygote.zygote()
-            if become and z.can_become():
-                pid = z.become(theirs.fileno(), entry)
-            else:
-                pid = z.grader(theirs.fileno(), entry)
+            ask = z.become if become and z.can_become() else z.grader
+            pid = ask(theirs.fileno(), entry)
         except (OSError, ValueError):  # the zygote is gone: once more with a fresh one
             try:
                 pid = zygote.zygote(fresh=True).grader(theirs.fileno(), entry)

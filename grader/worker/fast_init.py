@@ -30,7 +30,7 @@ import torch
 
 POOL_SIZE = 1 << 20
 _pool: torch.Tensor | None = None
-_signed: torch.Tensor | None = None  # the same values moved to [-1, 1): 2 * u - 1
+_signed: torch.Tensor | None = None  # the same values moved to [-1, 1): 2 * u - 1 (`signed`)
 _ORIGINAL = torch.Tensor.uniform_
 # nn.Linear(768, 768)'s bound (torch.nn.init.kaiming_uniform_ with a = √5, as nn.Linear.reset_parameters calls it)
 GPT2_BOUND = math.sqrt(3.0) * (torch.nn.init.calculate_gain("leaky_relu", math.sqrt(5)) / math.sqrt(768))
@@ -38,21 +38,32 @@ SCALED: dict[float, torch.Tensor] = {}  # bound -> the signed table times that b
 VIEW_MIN = 1 << 16  # a smaller weight is copied: a view saves nothing worth a table
 
 
-def pool() -> torch.Tensor:
-    """The table of uniform values in [0, 1): the same in every process (seed 0, its own generator)."""
-    global _pool, _signed
-    if _pool is None:
-        _pool = torch.rand(POOL_SIZE, generator=torch.Generator().manual_seed(0))
-        _signed = _pool * 2 - 1
+def _unit() -> torch.Tensor:
+    return torch.rand(POOL_SIZE, generator=torch.Generator().manual_seed(0))
+
+
+def signed() -> torch.Tensor:
+    """The table moved to [-1, 1) (what nn.Linear's symmetric bounds use), and the GPT-2-size one, made once."""
+    global _signed
+    if _signed is None:
+        _signed = _unit() * 2 - 1
         SCALED[GPT2_BOUND] = torch.mul(_signed, GPT2_BOUND)  # as uniform_ below multiplies a window of it
+    return _signed
+
+
+def pool() -> torch.Tensor:
+    """The table of uniform values in [0, 1): the same in every process (seed 0, its own generator). Made when
+    first asked (asymmetric bounds, which no step's module uses), not in the zygote: 4 MB less in every process."""
+    global _pool
+    if _pool is None:
+        _pool = _unit()
     return _pool
 
 
 @contextlib.contextmanager
 def fast_uniform() -> Iterator[None]:
     """`Tensor.uniform_` from the table while the block runs, in this thread only."""
-    table, me = pool(), threading.get_ident()
-    signed = _signed
+    table, me = signed(), threading.get_ident()
 
     def uniform_(self: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
         a = args[0] if args else kwargs.get("from", 0.0)
@@ -67,11 +78,11 @@ def fast_uniform() -> Iterator[None]:
             if scaled is not None and self.dtype == scaled.dtype and self.is_contiguous():
                 # the window of the table made at this bound, as a view: its fresh memory is never touched
                 return self.set_(scaled.untyped_storage(), start, self.shape, self.stride())
-            if a == -b and self.dtype == signed.dtype and self.is_contiguous():
+            if a == -b and self.dtype == table.dtype and self.is_contiguous():
                 # symmetric bounds (nn.Linear's): one pass over the weights instead of three
-                torch.mul(signed.narrow(0, start, n).view(self.shape), b, out=self)
+                torch.mul(table.narrow(0, start, n).view(self.shape), b, out=self)
             else:
-                self.copy_(table.narrow(0, start, n).view(self.shape)).mul_(b - a).add_(a)
+                self.copy_(pool().narrow(0, start, n).view(self.shape)).mul_(b - a).add_(a)
         return self
 
     shadowed = "uniform_" in vars(torch.Tensor)
