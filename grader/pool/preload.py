@@ -9,6 +9,7 @@ Then it freezes the garbage collector: a worker's collections never walk (and so
 page by page) the objects it inherited.
 """
 
+import contextlib
 import gc
 import time
 
@@ -123,7 +124,17 @@ class _Collapse:
         return bool(self.blocks)
 
 
+def _release_free_memory() -> None:
+    """What the warming freed goes back to the system before any fork (glibc keeps freed heap memory): ~2 MB less
+    in the zygote and in every process forked from it. glibc only (elsewhere nothing to do)."""
+    from grader.sandbox.landlock import libc
+
+    with contextlib.suppress(OSError, AttributeError, TypeError):
+        libc.malloc_trim(0)
+
+
 _warm()
 gc.collect()
 gc.freeze()
+_release_free_memory()
 collapse = _Collapse()
