@@ -315,3 +315,54 @@ def test_a_report_survives_the_grading_processs_wire() -> None:
     again = Report.from_data(json.loads(forked.encode(rep.to_data())))
     assert json.dumps(again.to_dict()) == json.dumps(doc)
     assert again.score == rep.score and again.max_score == rep.max_score
+
+
+def _marked(marker: bytes) -> dict[int, tuple[str, int]]:
+    """Processes whose environment holds `marker` (readable ones: a worker is not dumpable), and the children of
+    those: {pid: (name, parent pid)}."""
+    procs: dict[int, tuple[str, int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                stat = Path(f"/proc/{entry}/stat").read_text()
+                procs[int(entry)] = (stat[stat.index("(") + 1:stat.rindex(")")], int(stat.rsplit(")", 1)[1].split()[1]))
+    marked = set()
+    for pid in procs:
+        with contextlib.suppress(OSError):
+            if marker in Path(f"/proc/{pid}/environ").read_bytes():
+                marked.add(pid)
+    return {pid: v for pid, v in procs.items() if pid in marked or v[1] in marked}
+
+
+def test_a_cold_grade_killed_mid_step_leaves_nothing_running(tmp_path: Path) -> None:
+    """The command killed while a step runs (a platform's time-out, a second Ctrl-C): the grading process (the
+    zygote it became) sees the command's end of its connection close and ends itself and its worker, long before the
+    step's time-out (300 s) would have."""
+    slow = (ROOT / "solutions" / "step01_dot_scores.py").read_text().replace(
+        "    return attn_scores", "    import time\n    time.sleep(120)\n    return attn_scores")
+    (tmp_path / "slow.py").write_text(slow)
+    marker = f"kill-marker-{os.getpid()}-{time.time_ns()}"  # the zygote keeps ATTN_KATA_TEST_FAULTS (unknown: no fault)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "ATTN_KATA_TEST_FAULTS": marker}
+    proc = subprocess.Popen([sys.executable, "-m", "grader", "--no-daemon", "grade", str(tmp_path / "slow.py"),
+                             "--step", "dot_scores", "--format", "json", "--timeout", "300"], cwd=ROOT, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            found = {pid: v for pid, v in _marked(marker.encode()).items() if pid != proc.pid}
+            if any(name == "attn-worker" for name, _ in found.values()):
+                break
+            time.sleep(0.05)
+        else:
+            pytest.fail("the worker was never seen: this proves nothing")
+        assert {name for name, _ in found.values()} == {"attn-grade", "attn-worker"}, found
+        proc.kill()
+        proc.wait()
+        deadline = time.monotonic() + 30
+        while (left := _marked(marker.encode())) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert left == {}, f"still running after the command was killed: {left}"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
