@@ -10,6 +10,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -366,3 +367,93 @@ def test_a_cold_grade_killed_mid_step_leaves_nothing_running(tmp_path: Path) -> 
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_a_grading_process_killed_outright_takes_its_worker_with_it(tmp_path: Path) -> None:
+    """SIGKILL to the grading process (the zygote it became), which can then end nothing itself: its worker dies
+    with it (the worker's parent-death signal), whatever the worker was doing."""
+    slow = (ROOT / "solutions" / "step01_dot_scores.py").read_text().replace(
+        "    return attn_scores", "    import time\n    time.sleep(120)\n    return attn_scores")
+    (tmp_path / "slow.py").write_text(slow)
+    marker = f"pdeath-marker-{os.getpid()}-{time.time_ns()}"
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "ATTN_KATA_TEST_FAULTS": marker}
+    proc = subprocess.Popen([sys.executable, "-m", "grader", "--no-daemon", "grade", str(tmp_path / "slow.py"),
+                             "--step", "dot_scores", "--format", "json", "--timeout", "300"], cwd=ROOT, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            found = {pid: v for pid, v in _marked(marker.encode()).items() if pid != proc.pid}
+            workers = [pid for pid, (name, _) in found.items() if name == "attn-worker"]
+            if workers:
+                break
+            time.sleep(0.05)
+        else:
+            pytest.fail("the worker was never seen: this proves nothing")
+        (judge,) = [pid for pid, (name, _) in found.items() if name == "attn-grade"]
+
+        def cpu(pid: int) -> int:
+            return sum(int(x) for x in Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[11:13])
+
+        # in the step's sleep (its CPU time still for half a second): set up, confined, the submission imported; a
+        # worker killed before that would end anyway, at its channel's end-of-file
+        still, last = 0, -1
+        while still < 5 and time.monotonic() < deadline:
+            now = cpu(workers[0])
+            still, last = (still + 1 if now == last else 0), now
+            time.sleep(0.1)
+        os.kill(judge, signal.SIGKILL)
+        deadline = time.monotonic() + 30
+
+        def alive(pid: int) -> bool:
+            try:
+                return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+            except OSError:
+                return False
+
+        while any(alive(w) for w in workers) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not any(alive(w) for w in workers), "the worker outlived its grading process"
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_a_grading_process_that_stops_answering_is_ended_not_waited_for(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A grading process that stops answering (SIGSTOP here; a wedged one alike) costs its command the answer's
+    time-out (forked.answer_timeout: the submission's budget and a margin; 5 s here), not forever: it is killed,
+    its worker with it, and tried once more, then the grade is an infrastructure error."""
+    from grader.pool import zygote
+    from grader.pool.errors import InfrastructureError
+
+    slow = (ROOT / "solutions" / "step01_dot_scores.py").read_text().replace(
+        "    return attn_scores", "    import time\n    time.sleep(120)\n    return attn_scores")
+    (tmp_path / "slow.py").write_text(slow)
+    monkeypatch.setattr(forked, "wanted", lambda: True)
+    monkeypatch.setattr(forked, "answer_timeout", lambda settings: 5.0)
+    stopped: list[int] = []
+    done = threading.Event()
+
+    def stop_each_grading_process() -> None:
+        while not done.is_set():
+            z = zygote.current()
+            if isinstance(z, zygote.Zygote) and z.spent and z.proc is not None and z.proc.pid not in stopped:
+                stopped.append(z.proc.pid)
+                os.kill(z.proc.pid, signal.SIGSTOP)
+            time.sleep(0.01)
+
+    stopper = threading.Thread(target=stop_each_grading_process)
+    stopper.start()
+    t = time.monotonic()
+    try:
+        with pytest.raises(InfrastructureError, match="died twice"):
+            forked.grade(tmp_path / "slow.py", steps=["dot_scores"], timeout=300)
+    finally:
+        done.set()
+        stopper.join()
+        zygote.stop()
+    assert time.monotonic() - t < 120
+    assert len(stopped) == 2, stopped
+    for pid in stopped:  # reaped by the command: gone, not stopped somewhere
+        assert not Path(f"/proc/{pid}").exists(), pid

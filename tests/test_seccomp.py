@@ -377,6 +377,15 @@ def test_the_program_denies_each_listed_call_and_nothing_else(machine: str) -> N
         assert _run(prog, table.fcntl, arch, (3, cmd | 0xFFFF_FFFF_0000_0000)) == EPERM  # the kernel reads 32 bits
     for cmd in (0, 1, 2, 3, 4, 1030, 1031, 1032, 1033, 1034):  # F_DUPFD, F_GETFD/SETFD, F_GETFL/SETFL, pipes, seals
         assert _run(prog, table.fcntl, arch, (3, cmd)) == seccomp.RET_ALLOW, cmd
+    # a file's owner is signalled when it is ready (red team 16): no owner, no chosen signal, no O_ASYNC
+    for cmd in (8, 10, 15):  # F_SETOWN, F_SETSIG, F_SETOWN_EX
+        assert _run(prog, table.fcntl, arch, (3, cmd, 4242)) == EPERM, cmd
+    assert _run(prog, table.fcntl, arch, (3, 9)) == seccomp.RET_ALLOW  # F_GETOWN
+    assert _run(prog, table.fcntl, arch, (3, 4, 0o20000)) == EPERM  # F_SETFL, O_ASYNC
+    assert _run(prog, table.fcntl, arch, (3, 4, 0o20000 | 0o4000)) == EPERM  # with O_NONBLOCK too
+    assert _run(prog, table.fcntl, arch, (3, 4, 0o4000 | 1 << 40)) == seccomp.RET_ALLOW  # O_NONBLOCK alone
+    for cmd in (0x8901, 0x8902, 0x5452):  # FIOSETOWN, SIOCSPGRP, FIOASYNC
+        assert _run(prog, table.ioctl, arch, (3, cmd)) == EPERM, hex(cmd)
     for cmd in seccomp.IOCTL_DENIED:
         assert _run(prog, table.ioctl, arch, (3, cmd)) == EPERM
         assert _run(prog, table.ioctl, arch, (3, cmd | 1 << 40)) == EPERM
@@ -561,13 +570,25 @@ def test_no_memfd_exec_namespace_or_shared_futex(tmp_path: Path) -> None:
 
 
 SIGNALLER = """
-import os, signal, threading
+import fcntl, os, signal, struct, threading
 
 def _got_through():
     got, me = [], os.getpid()
     os.kill(me, 0)  # itself, its own group and its own threads: allowed
     os.kill(0, 0)
     signal.pthread_kill(threading.get_ident(), 0)
+    # red team 16: a file whose owner is another process, signalled when the file is ready (SIGIO, or F_SETSIG's);
+    # setting the owner, the signal or O_ASYNC proves it, nothing is sent (the pipe is never written)
+    r, _w = os.pipe()
+    for name, call in (("F_SETOWN", lambda: fcntl.fcntl(r, fcntl.F_SETOWN, os.getppid() or 1)),
+                       ("F_SETSIG", lambda: fcntl.fcntl(r, 10, signal.SIGUSR1)),
+                       ("O_ASYNC", lambda: fcntl.fcntl(r, fcntl.F_SETFL, os.O_ASYNC)),
+                       ("FIOASYNC", lambda: fcntl.ioctl(r, 0x5452, struct.pack("i", 1)))):
+        try:
+            call()
+            got.append(name)
+        except OSError:
+            pass
     for name, target in (("every process (-1)", -1), ("the grader", os.getppid())):
         if target in (0, 1):  # in a PID namespace its parent is invisible (0), and 1 is itself
             continue
@@ -596,7 +617,8 @@ def test_no_worker_signals_a_process_but_itself(tmp_path: Path) -> None:
     assert "seccomp_no_signals_out" in report.sandbox["layers"]
     weak = engine.grade(sub, steps=["dot_scores"], config={"skip_layers": ["seccomp", "landlock_signals"],
                                                              "require_strong": False})
-    if os.geteuid() == 0:  # its worker is alone in a PID namespace: nothing to reach
-        return
     said = " ".join(c.message for c in weak.steps[0].checks)
+    assert "F_SETOWN" in said and "F_SETSIG" in said and "O_ASYNC" in said and "FIOASYNC" in said, said
+    if os.geteuid() == 0:  # its worker is alone in a PID namespace: no other process to reach
+        return
     assert "every process (-1)" in said and "the grader" in said, said

@@ -144,6 +144,7 @@ class _Resident:
             self.sock, _pid = start(RESIDENT_ENTRY)
             self.env = dict(settings["env"])
         try:
+            self.sock.settimeout(answer_timeout(settings))
             send(self.sock, settings)
             return recv(self.sock)
         except BaseException:  # lost, or interrupted mid-answer: its next answer would be this one's
@@ -202,8 +203,12 @@ def grade(path: str | Path, *, steps: list[str] | None = None, secret: str | Non
             else:
                 sock, _pid = start(ENTRY, become=True)
                 try:
+                    sock.settimeout(answer_timeout(settings))
                     send(sock, settings)
                     answer = recv(sock)
+                except TimeoutError:  # stopped or wedged (whatever did it): ended now, never waited for again
+                    _end_spent_zygote()
+                    raise
                 finally:
                     sock.close()
         except LOST as exc:
@@ -224,6 +229,30 @@ def grade(path: str | Path, *, steps: list[str] | None = None, secret: str | Non
             raise InfrastructureError(str(answer["infrastructure"]))
         raise GradingFailed(str(answer.get("error", "the grading process failed")))
     raise AssertionError("unreachable")
+
+
+ANSWER_MARGIN = 60.0  # seconds past the longest a grading process can honestly take: its reference, a fresh zygote
+
+
+def answer_timeout(settings: dict[str, Any]) -> float:
+    """How long to wait for a grading process's answer: its submission's whole budget (engine.collect's), two
+    imports of the code (a second pass, in a worker of a fresh zygote) and a margin. Past it the process is not
+    answering (a stopped process, a wedged one) and a command that waits for it would wait forever."""
+    from grader.settings import LOAD_TIMEOUT
+
+    step = float(settings.get("timeout") or 0) or limits.STEP_TIMEOUT
+    budget = float((settings.get("config") or {}).get("budget") or limits.SUBMISSION_BUDGET * step)
+    return budget + 2 * LOAD_TIMEOUT + ANSWER_MARGIN
+
+
+def _end_spent_zygote() -> None:
+    """A zygote that became the grading process and stopped answering: kill it (our own child, not yet reaped: its
+    pid is still its own); its watch of our connection, which would end it and its worker, may not be running."""
+    from grader.pool import zygote
+
+    z = zygote.current()
+    if isinstance(z, zygote.Zygote) and z.spent:
+        z.stop(wait=0.0)
 
 
 class GradingFailed(Exception):

@@ -504,6 +504,7 @@ class _Judged:
         self.server, self.owner, self.pid = server, os.getpid(), os.getpid()
         self.ready: tuple[socket.socket, int] | None = (channel, pid)
         self.fallback: Zygote | None = None
+        self.theirs: set[int] = set()  # workers of the fresh zygote
         self.lock = threading.Lock()
         # the grader's end closing (it exited, was killed) ends this process too, as it ends a zygote
         primary = next(c.sock for c in server.conns.values() if c.primary)
@@ -525,7 +526,9 @@ class _Judged:
     def spawn(self, fd: int) -> int:
         if self.fallback is None or not self.fallback.alive():
             self.fallback = Zygote()
-        return self.fallback.spawn(fd)
+        pid = self.fallback.spawn(fd)
+        self.theirs.add(pid)  # a pid our first worker had, given again: still theirs (`status`)
+        return pid
 
     def fresh(self) -> _Judged:
         if self.fallback is not None:
@@ -552,7 +555,7 @@ class _Judged:
             return
 
     def status(self, pid: int) -> str:
-        if pid in self.server.workers or pid in self.server.statuses:
+        if pid not in self.theirs and (pid in self.server.workers or pid in self.server.statuses):
             self.ended(pid)
             return str(self.server.statuses.get(pid, "none"))
         return self.fallback.status(pid) if self.fallback is not None else "none"

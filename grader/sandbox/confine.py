@@ -60,6 +60,7 @@ def _processes_of(uid: int) -> int:
 
 CLONE_NEWNET = 0x40000000
 PR_GET_DUMPABLE, PR_SET_DUMPABLE = 3, 4
+PR_SET_PDEATHSIG = 1
 # never all of /dev: a worker of the grader's own uid could read the grader's terminal (/dev/pts/N: what is typed
 # while a batch runs) and, as uid 0 without capabilities, disks, consoles and input devices
 DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
@@ -173,6 +174,9 @@ def confine(config: dict[str, Any]) -> None:
         read=[*readable_paths(), workdir], write=writable, scope_signals="landlock_signals" not in skip)
     if nobody:  # after the namespaces and cgroups (they need root's capabilities)
         _become_nobody(workdir, tmpfs)
+    # it dies with whoever forked it (a zygote, or the zygote that became its grading process): that one, killed,
+    # could no longer end it. After the change of uid, which clears the setting
+    landlock.libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     owns_nothing = _owns_nothing_outside(grader_uid, grader_gid)
     nproc = int(limits["processes"])
     if os.geteuid() != 0 and not cgroups.get("pids_cgroup"):  # a pids cgroup caps the tree already

@@ -33,7 +33,10 @@ Landlock decides which files a worker may open, create, remove or write, but not
 - a signal to any process but the worker itself and its own process group (kill, tkill, tgkill, rt_sigqueueinfo,
   rt_tgsigqueueinfo; pidfd_send_signal not at all): where a grader is not root there is no PID namespace, and
   before Linux 6.12 Landlock cannot scope signals, so a worker of the grader's uid could kill a classmate's worker
-  or the grader itself (`os.kill(-1, SIGKILL)`: red team 15). The worker's own pid is written into the program
+  or the grader itself (`os.kill(-1, SIGKILL)`: red team 15). Nor may it make itself a file's owner's signaller:
+  fcntl F_SETOWN, F_SETOWN_EX, F_SETSIG, F_SETFL with O_ASYNC, ioctl FIOSETOWN, SIOCSPGRP and FIOASYNC fail (the
+  kernel sends SIGIO, or any signal F_SETSIG names, to the owner, any process of the uid: red team 16 killed its
+  parent, the grading process, that way). The worker's own pid is written into the program
   as it installs it (install(): the program is assembled once, in the zygote, with a placeholder); kill(0, ...)
   (its own group: the worker and its descendants) and kill(-pid, ...) pass, and so does signal 0 to itself.
 - clone with a namespace flag (a user namespace's child holds every capability there: kernel attack surface), and
@@ -66,7 +69,7 @@ RET_ALLOW, RET_ERRNO = 0x7FFF0000, 0x00050000
 LD_W_ABS, JEQ_K, JGE_K, JSET_K, RET_K = 0x20, 0x15, 0x35, 0x45, 0x06
 X32_SYSCALL_BIT = 0x40000000
 OFF_NR, OFF_ARCH, OFF_ARGS = 0, 4, 16  # struct seccomp_data; 8 bytes an argument, little endian: its low word first
-OFF_ARG0_LOW, OFF_ARG1_LOW = OFF_ARGS, OFF_ARGS + 8 * 1
+OFF_ARG0_LOW, OFF_ARG1_LOW, OFF_ARG2_LOW = OFF_ARGS, OFF_ARGS + 8 * 1, OFF_ARGS + 8 * 2
 # clone(2)'s namespace flags (its first argument on both arches): CLONE_NEWTIME, NEWNS, NEWCGROUP, NEWUTS, NEWIPC,
 # NEWUSER, NEWPID, NEWNET. clone3 passes its flags in memory, which a filter cannot read: it fails with ENOSYS,
 # so glibc falls back to clone (as Docker's profile does)
@@ -80,6 +83,12 @@ FCNTL_DENIED = (5, 6, 7, 36, 37, 38, 1024, 1025, 1026)
 # ioctl commands (the same on x86_64 and aarch64): TIOCSTI, TIOCLINUX, FS_IOC_SETFLAGS and FS_IOC32_SETFLAGS,
 # FS_IOC_FSSETXATTR, FS_IOC_SETVERSION and FS_IOC32_SETVERSION
 IOCTL_DENIED = (0x5412, 0x541C, 0x40086602, 0x40046602, 0x401C5820, 0x40087602, 0x40047602)
+# a file's owner is whom the kernel signals when it is ready (SIGIO, or the signal F_SETSIG names): any process of
+# the worker's uid, the grader itself included (red team 16: F_SETOWN to getppid(), F_SETSIG SIGKILL, O_ASYNC, one
+# write). fcntl F_SETOWN, F_SETSIG, F_SETOWN_EX; F_SETFL with O_ASYNC; ioctl FIOSETOWN, SIOCSPGRP, FIOASYNC
+FCNTL_SIGNALS = (8, 10, 15)
+F_SETFL, O_ASYNC = 4, 0o20000
+IOCTL_SIGNALS = (0x8901, 0x8902, 0x5452)
 
 
 class Table(NamedTuple):
@@ -213,10 +222,14 @@ def program(table: Table) -> list[tuple[int, int, int, int]]:
     # a shared futex is keyed by the inode of the page (any file, any library): a channel between two workers
     # graded at once; Python, glibc and torch use private ones only
     code += ["futex", (LD_W_ABS, 0, 0, OFF_ARG1_LOW), (JSET_K, "allow", eperm, FUTEX_PRIVATE_FLAG)]
-    for label, commands in ((fcntl, FCNTL_DENIED), (ioctl, IOCTL_DENIED)):
+    for label, commands in ((fcntl, (*FCNTL_DENIED, *FCNTL_SIGNALS)), (ioctl, (*IOCTL_DENIED, *IOCTL_SIGNALS))):
         code += [label, (LD_W_ABS, 0, 0, OFF_ARG1_LOW)]
         code += [(JEQ_K, eperm, 0, cmd) for cmd in commands]
+        if label == fcntl:
+            code.append((JEQ_K, "setfl", 0, F_SETFL))
         code.append((RET_K, 0, 0, RET_ALLOW))
+    # F_SETFL: O_NONBLOCK and the rest pass; O_ASYNC (signals to the file's owner when it is ready) does not
+    code += ["setfl", (LD_W_ABS, 0, 0, OFF_ARG2_LOW), (JSET_K, eperm, "allow", O_ASYNC)]
     for nr, conditions in table.self_only:  # every condition holds, or EPERM
         code.append(f"self {nr}")
         for i, (arg, value) in enumerate(conditions):
@@ -340,5 +353,14 @@ def observed() -> dict[str, bool]:
     layers["seccomp_no_signals_out"] = all(_errno_of(nr, *args) == errno.EPERM for nr, args in (
         (kill, (NO_PID, 0)), (kill, (-1, 0)), (kill, (-NO_PID, 0)), (tkill, (NO_PID, 0)), (tgkill, (NO_PID, NO_PID, 0)),
         (sigqueue, (NO_PID, 0, 0)), (tgsigqueue, (NO_PID, NO_PID, 0, 0)), (PIDFD_SEND_SIGNAL, (-1, 0, 0, 0)))
-    ) and _errno_of(kill, me, 0) == 0 and _errno_of(kill, 0, 0) == 0 and (me == 1 or _errno_of(kill, -me, 0) == 0)
+    ) and _errno_of(kill, me, 0) == 0 and _errno_of(kill, 0, 0) == 0 and (me == 1 or _errno_of(kill, -me, 0) == 0) \
+        and _no_owner_signals(t)
     return layers
+
+
+def _no_owner_signals(t: Table) -> bool:
+    """No file can be given an owner to signal, or O_ASYNC (EBADF on fd -1 unfiltered); F_SETFL without it passes."""
+    return (all(_errno_of(t.fcntl, -1, cmd, 0) == errno.EPERM for cmd in FCNTL_SIGNALS)
+            and all(_errno_of(t.ioctl, -1, cmd, 0) == errno.EPERM for cmd in IOCTL_SIGNALS)
+            and _errno_of(t.fcntl, -1, F_SETFL, O_ASYNC) == errno.EPERM
+            and _errno_of(t.fcntl, -1, F_SETFL, 0) == errno.EBADF)
