@@ -432,6 +432,7 @@ def test_a_grading_process_that_stops_answering_is_ended_not_waited_for(tmp_path
     (tmp_path / "slow.py").write_text(slow)
     monkeypatch.setattr(forked, "wanted", lambda: True)
     monkeypatch.setattr(forked, "answer_timeout", lambda settings: 5.0)
+    zygote.stop()  # this process's zygote may have forked workers already: a fresh one becomes the grading process
     stopped: list[int] = []
     done = threading.Event()
 
