@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -335,14 +336,14 @@ def _marked(marker: bytes) -> dict[int, tuple[str, int]]:
     return {pid: v for pid, v in procs.items() if pid in marked or v[1] in marked}
 
 
-def test_a_cold_grade_killed_mid_step_leaves_nothing_running(tmp_path: Path) -> None:
-    """The command killed while a step runs (a platform's time-out, a second Ctrl-C): the grading process (the
-    zygote it became) sees the command's end of its connection close and ends itself and its worker, long before the
-    step's time-out (300 s) would have."""
+@contextlib.contextmanager
+def _sleeping_cold_grade(tmp_path: Path) -> Iterator[tuple[subprocess.Popen, bytes, dict[int, tuple[str, int]]]]:
+    """A cold `grade` whose step sleeps 120 s (its time-out 300 s), once its worker is seen: (the command, the marker
+    in its processes' environment, {pid: (name, parent)} of its grading process and worker). Killed at the end."""
     slow = (ROOT / "solutions" / "step01_dot_scores.py").read_text().replace(
         "    return attn_scores", "    import time\n    time.sleep(120)\n    return attn_scores")
     (tmp_path / "slow.py").write_text(slow)
-    marker = f"kill-marker-{os.getpid()}-{time.time_ns()}"  # the zygote keeps ATTN_KATA_TEST_FAULTS (unknown: no fault)
+    marker = f"marker-{os.getpid()}-{time.time_ns()}"  # the zygote keeps ATTN_KATA_TEST_FAULTS (unknown: no fault)
     env = {**os.environ, "OMP_NUM_THREADS": "1", "ATTN_KATA_TEST_FAULTS": marker}
     proc = subprocess.Popen([sys.executable, "-m", "grader", "--no-daemon", "grade", str(tmp_path / "slow.py"),
                              "--step", "dot_scores", "--format", "json", "--timeout", "300"], cwd=ROOT, env=env,
@@ -357,66 +358,55 @@ def test_a_cold_grade_killed_mid_step_leaves_nothing_running(tmp_path: Path) -> 
         else:
             pytest.fail("the worker was never seen: this proves nothing")
         assert {name for name, _ in found.values()} == {"attn-grade", "attn-worker"}, found
-        proc.kill()
-        proc.wait()
-        deadline = time.monotonic() + 30
-        while (left := _marked(marker.encode())) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert left == {}, f"still running after the command was killed: {left}"
+        yield proc, marker.encode(), found
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
 
 
+def test_a_cold_grade_killed_mid_step_leaves_nothing_running(tmp_path: Path) -> None:
+    """The command killed while a step runs (a platform's time-out, a second Ctrl-C): the grading process (the
+    zygote it became) sees the command's end of its connection close and ends itself and its worker, long before the
+    step's time-out (300 s) would have."""
+    with _sleeping_cold_grade(tmp_path) as (proc, marker, _found):
+        proc.kill()
+        proc.wait()
+        deadline = time.monotonic() + 30
+        while (left := _marked(marker)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert left == {}, f"still running after the command was killed: {left}"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _cpu_ticks(pid: int) -> int:
+    return sum(int(x) for x in Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[11:13])
+
+
 def test_a_grading_process_killed_outright_takes_its_worker_with_it(tmp_path: Path) -> None:
     """SIGKILL to the grading process (the zygote it became), which can then end nothing itself: its worker dies
     with it (the worker's parent-death signal), whatever the worker was doing."""
-    slow = (ROOT / "solutions" / "step01_dot_scores.py").read_text().replace(
-        "    return attn_scores", "    import time\n    time.sleep(120)\n    return attn_scores")
-    (tmp_path / "slow.py").write_text(slow)
-    marker = f"pdeath-marker-{os.getpid()}-{time.time_ns()}"
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "ATTN_KATA_TEST_FAULTS": marker}
-    proc = subprocess.Popen([sys.executable, "-m", "grader", "--no-daemon", "grade", str(tmp_path / "slow.py"),
-                             "--step", "dot_scores", "--format", "json", "--timeout", "300"], cwd=ROOT, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            found = {pid: v for pid, v in _marked(marker.encode()).items() if pid != proc.pid}
-            workers = [pid for pid, (name, _) in found.items() if name == "attn-worker"]
-            if workers:
-                break
-            time.sleep(0.05)
-        else:
-            pytest.fail("the worker was never seen: this proves nothing")
+    with _sleeping_cold_grade(tmp_path) as (_proc, _marker, found):
         (judge,) = [pid for pid, (name, _) in found.items() if name == "attn-grade"]
-
-        def cpu(pid: int) -> int:
-            return sum(int(x) for x in Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[11:13])
-
+        (worker,) = [pid for pid, (name, _) in found.items() if name == "attn-worker"]
         # in the step's sleep (its CPU time still for half a second): set up, confined, the submission imported; a
         # worker killed before that would end anyway, at its channel's end-of-file
-        still, last = 0, -1
+        still, last, deadline = 0, -1, time.monotonic() + 60
         while still < 5 and time.monotonic() < deadline:
-            now = cpu(workers[0])
+            now = _cpu_ticks(worker)
             still, last = (still + 1 if now == last else 0), now
             time.sleep(0.1)
         os.kill(judge, signal.SIGKILL)
         deadline = time.monotonic() + 30
-
-        def alive(pid: int) -> bool:
-            try:
-                return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-            except OSError:
-                return False
-
-        while any(alive(w) for w in workers) and time.monotonic() < deadline:
+        while _alive(worker) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert not any(alive(w) for w in workers), "the worker outlived its grading process"
-    finally:
-        proc.kill()
-        proc.wait()
+        assert not _alive(worker), "the worker outlived its grading process"
 
 
 def test_a_grading_process_that_stops_answering_is_ended_not_waited_for(tmp_path: Path,
