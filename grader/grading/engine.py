@@ -30,7 +30,7 @@ from grader.pool.session import (
 )
 from grader.registry import BY_ID, STEPS, Step
 from grader.report import CheckResult, Report, StepResult, clean
-from grader.sandbox import channel, wire
+from grader.sandbox import channel, landlock, wire
 from grader.settings import DEFAULT_TIMEOUT, LOAD_TIMEOUT, backend, grader_version, portable_reason, resolve_secret
 from grader.worker import probes
 
@@ -67,18 +67,10 @@ def prepared(secret: str) -> tuple[dict[str, dict[str, Case]], dict[str, dict[st
     torch.manual_seed(0)
     gc.collect()
     gc.freeze()  # torch's and the reference's objects live for good: later collections skip them
-    _release_free_memory()
+    # what the reference's runs freed (step 14's 1024 x 1024 masks: ~10 MB) goes back: a grading process holds its
+    # results while its worker runs, and one Gradescope container holds both
+    landlock.release_free_memory()
     return plans, results
-
-
-def _release_free_memory() -> None:
-    """Give back to the system what the reference's runs freed: step 14's GPT-2-size builds leave ~10 MB free in
-    malloc's heap (their 1024 x 1024 masks), which glibc keeps. A grading process holds its results while its worker
-    runs: one Gradescope container holds both. glibc only (elsewhere nothing to do)."""
-    import ctypes
-
-    with contextlib.suppress(OSError, AttributeError, TypeError):
-        ctypes.CDLL(None).malloc_trim(0)
 
 
 @functools.lru_cache(maxsize=64)

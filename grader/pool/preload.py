@@ -9,7 +9,6 @@ Then it freezes the garbage collector: a worker's collections never walk (and so
 page by page) the objects it inherited.
 """
 
-import contextlib
 import gc
 import time
 
@@ -17,7 +16,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from grader.sandbox import channel
+from grader.sandbox import channel, landlock
 from grader.sandbox import confine as sandbox
 from grader.worker import probes
 from grader.worker import serve as worker
@@ -124,17 +123,8 @@ class _Collapse:
         return bool(self.blocks)
 
 
-def _release_free_memory() -> None:
-    """What the warming freed goes back to the system before any fork (glibc keeps freed heap memory): ~2 MB less
-    in the zygote and in every process forked from it. glibc only (elsewhere nothing to do)."""
-    from grader.sandbox.landlock import libc
-
-    with contextlib.suppress(OSError, AttributeError, TypeError):
-        libc.malloc_trim(0)
-
-
 _warm()
 gc.collect()
 gc.freeze()
-_release_free_memory()
+landlock.release_free_memory()  # what the warming freed: ~2 MB less here and in every fork
 collapse = _Collapse()
