@@ -543,16 +543,19 @@ class _Judged:
             return
         _kill_group(pid)
         deadline = time.monotonic() + 2.0
-        while time.monotonic() < deadline:
-            with contextlib.suppress(ChildProcessError):
+        while True:
+            try:
                 done, status = os.waitpid(pid, os.WNOHANG)
-                if not done:
-                    time.sleep(0.002)
-                    continue
+            except ChildProcessError:  # reaped already
+                break
+            if done:
                 self.server.statuses[pid] = status
-            self.server.workers.discard(pid)
-            self.server.sandbox.remove_cgroup(pid) or self.server.stale_groups.add(pid)
-            return
+                break
+            if time.monotonic() >= deadline:
+                return  # still dying: shut_down kills and reaps it
+            time.sleep(0.002)
+        self.server.workers.discard(pid)
+        self.server.sandbox.remove_cgroup(pid) or self.server.stale_groups.add(pid)
 
     def status(self, pid: int) -> str:
         if pid not in self.theirs and (pid in self.server.workers or pid in self.server.statuses):
