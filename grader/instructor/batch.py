@@ -177,7 +177,8 @@ def _grade_chunk(chunk: list[tuple[int, str]]) -> list[tuple[int, dict[str, Any]
         err = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=3)}"
         return [(i, None, err or e, secs) for i, _, e, secs in done]
     share = (time.monotonic() - start) / max(1, len(ok))
-    out = [(i, None, err, secs) for i, col, err, secs in done if col is None]
+    out: list[tuple[int, dict[str, Any] | None, str, float]] = [
+        (i, None, err, secs) for i, col, err, secs in done if col is None]
     # unworded (grader.i18n.to_data): the batch words it in its language as it arrives (grade_groups)
     out += [(i, rep.to_data(), "", secs + share) for (i, _, secs), rep in zip(ok, reports, strict=True)]
     return out

@@ -96,7 +96,7 @@ def gradebook_csv(entries: list[Entry], reports: dict[str, dict[str, Any] | None
     w = csv.writer(buf, lineterminator="\r\n")
     columns = [s for s in STEPS if not steps or s.id in steps]
     w.writerow(["student", "submission", *[s.id for s in columns], "total", "max_score", "status", "reason"])
-    max_total = next((r["max_score"] for r in reports.values() if r is not None), "")
+    max_total: float | None = next((r["max_score"] for r in reports.values() if r is not None), None)
     for e in entries:
         r = reports.get(e.slug)
         if r is not None:
@@ -107,7 +107,7 @@ def gradebook_csv(entries: list[Entry], reports: dict[str, dict[str, Any] | None
         else:  # not graded: 0 where the upload is at fault (empty, unreadable, ...), no total where the grader is
             status = e.status or "error"
             row = [e.student, e.source, *["" for _ in columns], "" if status == "error" else 0,
-                   _num(max_total) if max_total != "" else "", status, e.rejected]
+                   _num(max_total) if max_total is not None else "", status, e.rejected]
         w.writerow([csv_cell(c) for c in row])
     return buf.getvalue()
 

@@ -122,7 +122,7 @@ def kernel_sources(namespace: dict[str, Any] | None = None, drop_current: bool =
     return [h for h in hist if h.strip()]
 
 
-def grade_sources(sources: list[str], steps: list[str], secret: str | None = None, lang: str = "en"):
+def grade_sources(sources: list[str], steps: list[str] | None, secret: str | None = None, lang: str = "en"):
     """Grade source snippets (notebook cells, in order) with the sandboxed engine."""
     from grader.grading.engine import grade
 

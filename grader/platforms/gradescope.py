@@ -116,7 +116,7 @@ def build(*, out: str | Path = "autograder.zip", secret: str | None = None) -> P
     """Write the autograder zip: setup.sh and run_autograder at the top, the kata under kata/.
     The same sources give the same bytes (fixed timestamps, sorted names)."""
     out = Path(out)
-    with writing(out, "wb") as f, zipfile.ZipFile(f, "w") as zf:
+    with writing(out, "wb") as fh, zipfile.ZipFile(fh, "w") as zf:
         _add(zf, "setup.sh", SETUP_SH.encode(), 0o755)
         _add(zf, "run_autograder", RUN_AUTOGRADER.encode(), 0o755)
         for name in KATA_FILES:

@@ -320,6 +320,7 @@ class CheckItem(pytest.Item):
 
     def runtest(self) -> None:
         session = self.config.pluginmanager.get_plugin(PLUGIN_NAME)
+        assert session is not None, "the kata's pytest session is registered at configure"
         passed, message = session.verdict(self)
         if not passed:
             raise KataFailure(message)

@@ -71,7 +71,7 @@ def _solution_source(step: Step) -> tuple[str, list[str]]:
 
     def wrap(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         body = fn.body
-        if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant) \
+        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
                 and isinstance(body[0].value.value, str):
             doc_end = body[0].end_lineno or body[0].lineno
             body = body[1:]
