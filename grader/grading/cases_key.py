@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from grader import limits
+from grader.files import open_no_follow
 from grader.grading.ingest import MAX_NOTEBOOK_BYTES
 
 CHUNK = 1 << 20
@@ -60,7 +61,7 @@ def _file(h: Any, path: Path, cap: int = MAX_FILE_BYTES) -> int:
         if stat.S_ISLNK(st.st_mode):
             h.update(b"link\0" + os.fsencode(os.readlink(path)))
         elif stat.S_ISREG(st.st_mode):
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+            fd = open_no_follow(path)
             with os.fdopen(fd, "rb") as f:
                 h.update(b"file\0")
                 size = os.fstat(f.fileno()).st_size

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader import limits
+from grader.files import open_no_follow
 from grader.i18n import _
 from grader.registry import BY_ID, STEP_FILES, Step
 from grader.submission import step_files
@@ -99,7 +100,7 @@ def _read_text(path: Path, limit: int = MAX_SOURCE_BYTES, python: bool = True) -
     as Python decodes it (`python`); a notebook, which is JSON, as UTF-8."""
     name = shown(path.name)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = open_no_follow(path)
     except OSError as exc:
         if path.is_symlink():
             raise SubmissionError(_("{name} is a symbolic link: only regular files are read").format(

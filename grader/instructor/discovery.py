@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from grader import limits
+from grader.files import open_no_follow
 from grader.grading.ingest import MAX_NOTEBOOK_BYTES, shown
 from grader.i18n import _
 from grader.submission import is_workspace, kind
@@ -266,7 +267,7 @@ def _why(exc: BaseException) -> str:
 
 
 def read_fd(path: Path) -> int:
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    fd = open_no_follow(path)
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
         raise OSError(_("{name} is not a regular file").format(name=path.name))

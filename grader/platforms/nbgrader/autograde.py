@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from grader import limits
-from grader.files import without_surrogates
+from grader.files import open_no_follow, without_surrogates
 from grader.grading.ingest import MAX_CODE_CELLS, MAX_NOTEBOOK_BYTES, MAX_SOURCE_BYTES, shown
 from grader.learner.kernel import notebook_json
 from grader.platforms.nbgrader.assignment import TEST_PREFIX, failure_text
@@ -92,7 +92,7 @@ def _read_bounded(path: Path, limit: int) -> bytes:
     """A student's file, opened without following a link or blocking on a FIFO, of at most `limit` bytes."""
     name = _shown(path.name)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = open_no_follow(path)
     except FileNotFoundError:
         raise StudentError(f"{name} is missing") from None
     except OSError as exc:
