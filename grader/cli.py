@@ -144,7 +144,9 @@ def workspace_lang(command: click.Command | None, args: list[str]) -> str | None
         ws = workspace.resolve(command_path(args))
     except (workspace.NoWorkspace, OSError):
         return None
-    lang = marker(ws).get("lang")
+    from grader.learner.init import recorded_lang
+
+    lang = recorded_lang(marker(ws))  # only a language the learner chose at init; an old init's "en" is none
     return lang if lang in LANGS.choices else None
 
 
@@ -178,6 +180,7 @@ def main(ctx: click.Context, lang: str | None, no_daemon: bool) -> None:
     """attention-kata: `attn-kata init` makes a workspace; write each step's file there, then `attn-kata check`."""
     from grader.daemon import client
 
+    chosen = lang  # said on this command line: `init` records it in the workspace, and only it
     lang = lang or workspace_lang(ctx.command.get_command(ctx, ctx.invoked_subcommand or ""),  # type: ignore[attr-defined]
                                   ctx.meta.get("attn_kata.argv", []))
     if client.wanted(ctx.invoked_subcommand, ctx.meta.get("attn_kata.argv", []), no_daemon):
@@ -192,7 +195,7 @@ def main(ctx: click.Context, lang: str | None, no_daemon: bool) -> None:
         warm.warm_up()  # the zygote (or a spare worker) imports torch while this process goes on
     if ctx.invoked_subcommand == "watch" and not client.bypassed(no_daemon):
         client.start_in_background()  # so that the checks after this session are warm too
-    ctx.obj = {"lang": lang or i18n.default_lang()}
+    ctx.obj = {"lang": lang or i18n.default_lang(), "chosen_lang": chosen}
     i18n.set_lang(ctx.obj["lang"])  # every learner-facing text from here on (grader/i18n.py)
 
 
@@ -206,7 +209,7 @@ def init(obj: dict, folder: Path, notebook: bool) -> None:
     from grader.learner.init import init as make_workspace
 
     try:
-        ws = make_workspace(folder, lang=obj["lang"], with_notebook=notebook)
+        ws = make_workspace(folder, lang=obj.get("chosen_lang"), with_notebook=notebook)
     except NotEmpty:
         fail(_("attn-kata: {path} exists and is not empty; choose a new folder").format(path=folder))
     except OSError as exc:

@@ -55,6 +55,41 @@ def test_init_lays_out_a_marked_workspace_in_the_learners_language(tmp_path: Pat
     assert kata("init", "empty", cwd=tmp_path).returncode == 0  # an empty folder is fine
 
 
+def _locale_env(locale: str) -> dict:
+    """ENV with the language left to the locale: LANG=`locale`, no ATTN_KATA_LANG nor LC_* to beat it."""
+    env = {k: v for k, v in ENV.items() if k not in ("ATTN_KATA_LANG", "LC_ALL", "LC_MESSAGES", "LANGUAGE")}
+    return {**env, "LANG": locale}
+
+
+def _answers_in(ws: Path, locale: str) -> str:
+    """The language `attn-kata list` answers in, run inside `ws` under LANG=`locale`."""
+    out = kata("list", cwd=ws, env=_locale_env(locale))
+    assert out.returncode == 0, out.stderr
+    return "zh" if "步骤" in out.stdout else "en"
+
+
+def test_a_language_is_recorded_only_when_the_learner_chose_one(tmp_path: Path) -> None:
+    """Issue 38: a plain init recorded "lang": "en", which then beat LANG=zh_CN.UTF-8. Only `--lang` at init records
+    a language; otherwise the locale decides, each time. An older init's marker ("lang": "en" whatever was chosen, no
+    "format") follows the locale; its "zh" still holds."""
+    zh, en = "zh_CN.UTF-8", "en_US.UTF-8"
+    assert kata("init", "plain", cwd=tmp_path, env=_locale_env(zh)).returncode == 0
+    plain = tmp_path / "plain"
+    assert "lang" not in json.loads((plain / ".attn-kata" / "workspace.json").read_text())
+    assert "步" in (plain / "README.md").read_text()  # the README in the locale's language at init
+    assert _answers_in(plain, zh) == "zh" and _answers_in(plain, en) == "en"
+    for chosen, other in (("zh", en), ("en", zh)):
+        assert kata("--lang", chosen, "init", chosen, cwd=tmp_path, env=_locale_env(other)).returncode == 0
+        assert json.loads((tmp_path / chosen / ".attn-kata" / "workspace.json").read_text())["lang"] == chosen
+        assert _answers_in(tmp_path / chosen, other) == chosen  # the choice beats the locale
+    both = kata("list", cwd=tmp_path / "zh", env={**_locale_env(en), "ATTN_KATA_LANG": "en"})
+    assert "步骤" not in both.stdout  # ATTN_KATA_LANG still beats the recorded choice
+    for old, under, answer in (("en", zh, "zh"), ("en", en, "en"), ("zh", en, "zh")):
+        marker = plain / ".attn-kata" / "workspace.json"
+        marker.write_text(json.dumps({"kata": "attention-kata", "version": "0.1.0", "lang": old, "notebook": None}))
+        assert _answers_in(plain, under) == answer, (old, under)
+
+
 def test_commands_find_the_workspace_from_any_folder_inside_it(tmp_path: Path) -> None:
     assert kata("init", "ws", cwd=tmp_path).returncode == 0
     deep = tmp_path / "ws" / "notes" / "deeper"

@@ -102,9 +102,30 @@ def readme(lang: str, with_notebook: bool) -> str:
     return "\n\n".join([*parts, i18n.translate(lang, README[2])]) + "\n"
 
 
-def init(folder: str | Path, *, lang: str = "en", with_notebook: bool = False) -> Path:
+MARKER_FORMAT = 2  # 2: "lang" is there only when the learner chose it (`init --lang`); 1 (no "format"): always
+
+
+def recorded_lang(mark: dict) -> str | None:
+    """The language a workspace's marker holds as the learner's choice, or None: then ATTN_KATA_LANG and the locale
+    decide. A marker of an older init (no "format") recorded "lang" whatever the learner did, "en" by default: its
+    "en" says nothing and is ignored; its "zh" came from `--lang zh` or a Chinese locale, and still holds."""
+    lang = mark.get("lang")
+    if not isinstance(lang, str):
+        return None
+    if mark.get("format", 1) == 1 and lang == "en":
+        return None
+    return lang
+
+
+def init(folder: str | Path, *, lang: str | None = None, with_notebook: bool = False) -> Path:
     """Lay out a workspace in `folder` (made if missing). Raises NotEmpty rather than touch anything already
-    there; returns the folder."""
+    there; returns the folder.
+
+    `lang`: the language the learner chose (`attn-kata --lang zh init`): the README is in it and the marker records
+    it, so that every later command answers in it. None: the README in the current language (the locale's), and no
+    language recorded, so that the locale (LANG, ATTN_KATA_LANG) decides each time."""
+    chosen = lang
+    lang = lang or i18n.current()
     ws = Path(folder)
     if ws.exists() and (not ws.is_dir() or any(ws.iterdir())):
         raise NotEmpty(str(ws))
@@ -117,7 +138,7 @@ def init(folder: str | Path, *, lang: str = "en", with_notebook: bool = False) -
             (ws / step.file).write_text(stub_text(step), encoding="utf-8")
     (ws / "README.md").write_text(readme(lang, with_notebook), encoding="utf-8")
     (ws / STATE_DIR).mkdir()
-    mark = {"kata": "attention-kata", "version": grader_version(), "lang": lang,
-            "notebook": NOTEBOOK if with_notebook else None}
+    mark = {"kata": "attention-kata", "format": MARKER_FORMAT, "version": grader_version(),
+            **({"lang": chosen} if chosen else {}), "notebook": NOTEBOOK if with_notebook else None}
     (ws / STATE_DIR / MARKER).write_text(json.dumps(mark, indent=1) + "\n", encoding="utf-8")
     return ws
