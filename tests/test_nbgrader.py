@@ -92,17 +92,43 @@ def _export(course: Path) -> dict[str, float]:
         return {r["student_id"]: float(r["score"]) for r in csv.DictReader(fh)}
 
 
+def documented_config() -> str:
+    """The nbgrader_config.py of docs/platforms.md's nbgrader section (the python block under its marker)."""
+    text = (Path(__file__).resolve().parent.parent / "docs" / "platforms.md").read_text(encoding="utf-8")
+    block = text.split("<!-- tests/test_nbgrader.py builds its course from this block -->", 1)[1]
+    return block.split("```python\n", 1)[1].split("```", 1)[0]
+
+
+def test_assignment_names_the_next_command_and_where_to_run_it(tmp_path: Path) -> None:
+    """The assignment's real name, the course folder to run it in, and the config it lacks."""
+    from inproc import kata
+
+    env = {**ENV, "ATTN_KATA_NO_DAEMON": "1"}
+    out = kata("nbgrader", "assignment", "course/source/hw3", cwd=tmp_path, env=env)
+    assert out.returncode == 0, out.stderr
+    assert "next: cd course && nbgrader generate_assignment hw3 --create" in out.stdout, out.stdout
+    assert "nbgrader_config.py does not exist yet" in out.stdout and "course_id" in out.stdout
+    outside = kata("nbgrader", "assignment", "hw4", cwd=tmp_path, env=env).stdout
+    assert "COURSE/source/hw4/" in outside and "nbgrader generate_assignment hw4 --create" in outside, outside
+
+
 @pytest.fixture(scope="module")
 def course(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("course")
-    (root / "nbgrader_config.py").write_text(
-        'c = get_config()\nc.CourseDirectory.course_id = "attn"\n'
-        'c.CourseDirectory.db_assignments = [dict(name="ps1")]\n'
+    # the nbgrader_config.py docs/platforms.md gives (issue 38: the course_id the next steps need was documented
+    # nowhere), with this course's students and an exchange of its own
+    (root / "nbgrader_config.py").write_text(documented_config() + (
         'c.CourseDirectory.db_students = [dict(id="ref"), dict(id="stub"), dict(id="bug")]\n'
-        'c.ExecutePreprocessor.timeout = 120\n')
-    _run(str(BIN / "attn-kata"), "nbgrader", "assignment", str(root / "source" / "ps1"), cwd=root)
-    gen = _run(str(BIN / "nbgrader"), "generate_assignment", "ps1", "--create", cwd=root)
+        f'c.Exchange.root = {str(root / "exchange")!r}\n'
+        'c.ExecutePreprocessor.timeout = 120\n'))
+    wrote = _run(str(BIN / "attn-kata"), "nbgrader", "assignment", "source/ps1", cwd=root).stdout
+    # its last words are nbgrader's next command, with the assignment's real name (issue 38: `<assignment>`)
+    assert wrote.strip().endswith("next: nbgrader generate_assignment ps1 --create"), wrote
+    gen = _run(*wrote.strip().rsplit("next: ", 1)[1].split(), cwd=root)
     assert "MissingIDFieldWarning" not in gen.stderr  # the source notebook's cells carry ids
+    (root / "exchange").mkdir(mode=0o777)
+    released = _run(str(BIN / "nbgrader"), "release_assignment", "ps1", cwd=root)  # it needs the course id
+    assert (root / "exchange" / "attention-ch3" / "outbound" / "ps1" / "attention.ipynb").is_file(), released.stderr
     source = json.loads((root / "source/ps1/attention.ipynb").read_text(encoding="utf-8"))
     release = json.loads((root / "release/ps1/attention.ipynb").read_text(encoding="utf-8"))
     assert "### BEGIN HIDDEN TESTS" not in json.dumps(release)

@@ -33,10 +33,10 @@ def nbgrader_group() -> None:
 def assignment_cmd(out: Path, steps: tuple[str, ...]) -> None:
     """Write the nbgrader source notebook to OUT (a folder such as source/ps1, or a .ipynb path)."""
     from grader.cli_args import step_ids
-    from grader.platforms.nbgrader.assignment import write_assignment
+    from grader.platforms.nbgrader.assignment import next_step, write_assignment
 
     path = write_assignment(out, step_ids(steps) or None)
-    click.echo(f"wrote {path}; next: nbgrader generate_assignment <assignment> --create")
+    click.echo(f"wrote {path}; {next_step(path)}")
     if not have_nbgrader():
         click.echo(f"note: {NEEDS_EXTRA}", err=True)
 

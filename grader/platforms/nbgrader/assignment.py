@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import ast
 import json
+import os
+import shlex
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -181,3 +183,21 @@ def write_assignment(out: str | Path, steps: Iterable[str] | None = None) -> Pat
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(build_assignment(steps), ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
     return path
+
+
+def next_step(path: Path, cwd: Path | None = None) -> str:
+    """What `attn-kata nbgrader assignment` says after writing `path`: nbgrader's next command with the assignment's
+    real name (the notebook's folder). nbgrader finds an assignment only in COURSE/source/<assignment>/, and runs in
+    COURSE, beside the nbgrader_config.py whose course_id release_assignment and collect need (docs/platforms.md)."""
+    folder = path.resolve().parent
+    name, here = folder.name, (cwd or Path.cwd()).resolve()
+    command = f"nbgrader generate_assignment {shlex.quote(name)} --create"
+    if folder.parent.name != "source":
+        return (f"nbgrader reads an assignment from COURSE/source/{name}/: move this folder there (or write it "
+                f"there: attn-kata nbgrader assignment COURSE/source/{name}), then in COURSE: {command}")
+    course = folder.parent.parent
+    where = "" if course == here else f"cd {shlex.quote(os.path.relpath(course, here))} && "
+    config = "" if (course / "nbgrader_config.py").is_file() else (
+        f"; {course / 'nbgrader_config.py'} does not exist yet: write one that sets c.CourseDirectory.course_id "
+        "(docs/platforms.md, nbgrader)")
+    return f"next: {where}{command}{config}"
