@@ -184,6 +184,19 @@ def test_notebook_check_replays_without_its_own_calls(tmp_path: Path) -> None:
     assert "passed" in html_of(nb.cells[2]) and "NameError" not in html_of(nb.cells[3])
     assert "not started" in html_of(nb.cells[3]), html_of(nb.cells[3])
     assert "passed" in html_of(nb.cells[4])
+    # issue 38: its text/plain was `<IPython.core.display.HTML object>`: now the terminal's table and next step
+    text = nb.cells[3].outputs[0]["data"]["text/plain"]
+    assert "IPython" not in text and "┃ # ┃ step" in text and "not started" in text, text
+    assert "softmax" in text and text.splitlines()[-1].startswith("next: step 2, softmax"), text
+    from nbconvert import MarkdownExporter, PythonExporter
+
+    for exporter in (MarkdownExporter(), PythonExporter()):  # what nbconvert --to markdown / script shows of it
+        exporter.exclude_output = False
+        body, _ = exporter.from_notebook_node(nb)
+        assert "IPython.core.display" not in body
+    plain = MarkdownExporter()
+    plain.config.NbConvertBase.display_data_priority = ["text/plain"]  # a front end that shows text only
+    assert "next: step 2, softmax" in plain.from_notebook_node(nb)[0]
     printed = "".join(o.get("text", "") for o in nb.cells[5].outputs if o.output_type == "stream")
     assert "['passed', 'not_started']" in printed, nb.cells[5].outputs
     score, max_score = printed.split()[:2]

@@ -79,22 +79,39 @@ def _to_html(report: Report) -> str:
             "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
 
 
-def to_text(report: Report, lang: str = "en") -> str:
+TEXT_WIDTH = 100  # the plain-text form's width (a terminal's table is as wide as the terminal)
+
+
+def to_text(report: Report, lang: str = "en", width: int = TEXT_WIDTH) -> str:
+    """What `attn-kata check` prints, without colour: the same table (grader.render.reporters), with each failing
+    check and the diagnosis, then the next step. check()'s form outside Jupyter's HTML: printed by a script or a
+    terminal IPython, and the text/plain of its output in a notebook (nbconvert --to markdown, a plain-text front
+    end)."""
+    from dataclasses import replace
+
+    from rich.console import Console
+
+    from grader.render import reporters
+
+    console = Console(width=width, force_terminal=False, force_jupyter=False, color_system=None, highlight=False)
+    with console.capture() as captured:  # titled as the HTML is: the kernel's cells have no file name of their own
+        reporters.table(replace(report, submission="attention-kata"), console, lang=lang)
     with i18n.using(lang):
-        return _to_text(report)
+        return "\n".join([*(line.rstrip() for line in captured.get().rstrip("\n").splitlines()), _next(report)])
 
 
-def _to_text(report: Report) -> str:
-    lines = [f"attention-kata: {report.score:g} / {report.max_score:g}"]
-    for s in report.steps:
-        status = i18n.status(s.status)
-        lines.append(f"{get_step(s.id).number:>2}. {s.id:<20} {status:<12} {s.score:g}/{s.max_score:g}")
-        if s.status == "error" and s.message:
-            lines.append(f"      ! {s.message}")
-        elif s.status not in ("passed", "not_started"):
-            lines += [f"      ✗ {c.name}: {c.message}" for c in s.checks if not c.passed]
-            lines += [f"      ⚑ {_('diagnosis: ')}{d.get('message', '')}" for d in s.diagnoses]
-    return "\n".join([*lines, _next(report)])
+class Shown:
+    """check()'s output in a notebook: the HTML table for Jupyter, and the terminal's text as its text/plain (what
+    nbconvert --to markdown or script, a console front end, or a notebook viewer without HTML shows)."""
+
+    def __init__(self, html_text: str, plain_text: str):
+        self.html, self.text = html_text, plain_text
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        return {"text/html": self.html, "text/plain": self.text}
+
+    def __repr__(self) -> str:
+        return self.text
 
 
 def check_report(*steps: str, secret: str | None = None, lang: str = "en",
@@ -129,9 +146,9 @@ def check(*steps: str, secret: str | None = None, lang: str | None = None) -> Re
     jupyter = _in_jupyter()
     report, mats = _graded(*steps, secret=secret, lang=lang, pictures=jupyter)
     if jupyter:
-        from IPython.display import HTML, display
+        from IPython.display import display
 
-        display(HTML(to_html(report, lang, mats)))
+        display(Shown(to_html(report, lang, mats), to_text(report, lang)))
     else:
         print(to_text(report, lang))
     return _Quiet(report)
