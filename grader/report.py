@@ -11,6 +11,8 @@ from grader.files import without_surrogates
 from grader.i18n import Text, from_data, to_data, word, wording
 
 SCHEMA_VERSION = 1
+# keys added within schema_version 1, which a reader may look for (none is ever renamed): 1 = each check's `id`
+SCHEMA_MINOR = 1
 STATUSES = ("passed", "partial", "failed", "not_started", "error")
 # what a terminal, an editor or a spreadsheet may act on rather than show: C0 but tab and newline, DEL, C1 (some
 # terminals run U+009B as CSI), every bidi control (U+061C, U+200E/F, U+202A-E, U+2066-9) and the Unicode line
@@ -35,18 +37,22 @@ def _clean_worded(text: Text, limit: int, lang: str) -> str:
 
 @dataclass
 class CheckResult:
-    name: str
+    name: str  # the title, in the report's language
     score: float
     max_score: float
     passed: bool
     message: str = ""
+    # the check's stable id, `<step>.<name>` (grader.checks.registration.check_id): the same in every language and
+    # version, what platforms and exports follow a check by; a retired id is never reused (grader/checks/ids.txt)
+    id: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "score": self.score, "max_score": self.max_score, "passed": self.passed,
-                "message": self.message}
+        return {"id": self.id, "name": self.name, "score": self.score, "max_score": self.max_score,
+                "passed": self.passed, "message": self.message}
 
     def worded(self, lang: str | None) -> CheckResult:
-        return CheckResult(word(self.name, lang), self.score, self.max_score, self.passed, word(self.message, lang))
+        return CheckResult(word(self.name, lang), self.score, self.max_score, self.passed, word(self.message, lang),
+                           self.id)
 
 
 @dataclass
@@ -89,6 +95,7 @@ class Report:
     flags: list[dict[str, str]] = field(default_factory=list)
     # what confined the worker that ran this code (grader.grading.engine.sandbox_record); empty when none ran
     sandbox: dict[str, Any] = field(default_factory=dict)
+    schema_minor: int = SCHEMA_MINOR
 
     def __post_init__(self) -> None:
         # a note may quote the learner's text (a notebook's magic line): cleaned like every message
@@ -107,7 +114,8 @@ class Report:
         of an unworded report is the English one."""
         return Report(self.submission, [s.worded(lang) for s in self.steps], [word(n, lang) for n in self.notes],
                       self.grader_version, self.schema_version,
-                      [{k: word(v, lang) for k, v in f.items()} for f in self.flags], self.sandbox)
+                      [{k: word(v, lang) for k, v in f.items()} for f in self.flags], self.sandbox,
+                      self.schema_minor)
 
     def to_data(self) -> dict[str, Any]:
         """to_dict's shape with every message unworded (grader.i18n.to_data), for a process that words it
@@ -127,17 +135,18 @@ class Report:
         """`to_data`'s inverse: the same report, its messages unworded again (to_dict: the same JSON)."""
         steps = [StepResult(s["id"], from_data(s["title"]), s["score"], s["max_score"], s["status"],
                             [CheckResult(from_data(c["name"]), c["score"], c["max_score"], c["passed"],
-                                         from_data(c["message"])) for c in s["checks"]],
+                                         from_data(c["message"]), c.get("id", "")) for c in s["checks"]],
                             s["detail"], from_data(s["message"]),
                             [{k: from_data(v) for k, v in g.items()} for g in s["diagnoses"]])
                  for s in d["steps"]]
         return cls(d["submission"], steps, [from_data(n) for n in d["notes"]], d["grader_version"],
                    d["schema_version"], [{k: from_data(v) for k, v in f.items()} for f in d["flags"]],
-                   dict(d["sandbox"]))
+                   dict(d["sandbox"]), d.get("schema_minor", 0))
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "schema_version": self.schema_version,
+            "schema_minor": self.schema_minor,
             "submission": self.submission,
             "score": self.score,
             "max_score": self.max_score,

@@ -88,6 +88,16 @@ def test_the_golden_files_say_what_they_should() -> None:
     assert [s["id"] for s in honest["steps"]] == list(STEPS)
     buggy = json.loads((GOLDEN / "wrong_mask.report.json").read_text(encoding="utf-8"))
     assert {s["id"]: s["status"] for s in buggy["steps"]}["causal_mask"] != "passed"
+    # every check by its stable id, in the report and in Gradescope's tests alike (schema_minor 1)
+    from grader import checks
+
+    checks.load_all()
+    ids = [c.id for sid in STEPS for c in checks.CHECKS[sid]]
+    assert honest["schema_minor"] >= 1
+    assert [c["id"] for s in honest["steps"] for c in s["checks"]] == ids
+    results = json.loads((GOLDEN / "wrong_mask.results.json").read_text(encoding="utf-8"))
+    assert [t["extra_data"]["id"] for t in results["tests"]] == ids
+    assert "causal_mask.future_weights_zero" in ids
     rows = (GOLDEN / "gradebook.csv").read_text(encoding="utf-8").splitlines()
     assert rows[0] == "student,submission,dot_scores,softmax,causal_mask,total,max_score,status,reason"
     assert any(r.startswith("broken,broken.py,,,,0,") and ",unreadable," in r for r in rows)

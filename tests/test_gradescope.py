@@ -57,6 +57,8 @@ def test_run_autograder_grades_a_notebook(tmp_path: Path, autograder_zip: Path) 
     assert 0 < res["score"] < sum(t["max_score"] for t in res["tests"])
     assert res["tests"]
     assert all({"name", "score", "max_score", "status"} <= set(t) for t in res["tests"])
+    # each test carries its check's stable id where Gradescope keeps data it does not show
+    assert all(t["extra_data"]["id"].startswith(t["tags"][0] + ".") for t in res["tests"])
     failed = [t for t in res["tests"] if t["status"] == "failed"]
     assert failed
     assert all("causal_mask" in t["tags"] for t in failed)

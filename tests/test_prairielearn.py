@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -51,6 +52,9 @@ def validate(doc: dict[str, Any]) -> None:
         assert isinstance(t["name"], str) and t["name"]
         assert 0 <= t["points"] <= t["max_points"]
         assert isinstance(t["message"], str) and isinstance(t["output"], str)
+        # the check's stable id, the same in every language (grader/checks/ids.txt)
+        assert re.fullmatch(r"[a-z0-9_]+\.[a-z0-9_]+", t["id"]) and t["name"].split(". ", 1)[1].startswith(
+            t["id"].split(".")[0] + ": "), t
 
 
 def test_the_question_folder(question: Path) -> None:

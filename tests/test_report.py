@@ -43,3 +43,27 @@ def test_clean_drops_every_control_and_replaces_every_lone_surrogate() -> None:
     assert clean("x" * 700) == "x" * 599 + "…"
     assert Report("x.py", [], notes=["cell 2: `%time \x1b]0;T\x07\udcff` removed"]).notes == [
         "cell 2: `%time ]0;T\ufffd` removed"]  # a note may quote a notebook's magic line
+
+
+def test_a_checks_id_is_in_the_json_and_survives_wording_and_transport() -> None:
+    """Each check's stable id (schema_minor 1): in to_dict, kept by `worded` (never translated) and by the
+    to_data/from_data round trip a grading process and its starter make."""
+    from grader.report import SCHEMA_MINOR, SCHEMA_VERSION
+
+    step = StepResult("softmax", "Step 2", 1.0, 2.0, "partial",
+                      [CheckResult("a", 1.0, 1.0, True, "", "softmax.normalize_by_sum"),
+                       CheckResult("b", 0.0, 1.0, False, "why", "softmax.rows_sum_to_one")], "wrong_answer", "msg")
+    report = Report("x.py", [step])
+    d = report.to_dict()
+    assert (d["schema_version"], d["schema_minor"]) == (SCHEMA_VERSION, SCHEMA_MINOR) == (1, 1)
+    assert [c["id"] for c in d["steps"][0]["checks"]] == ["softmax.normalize_by_sum", "softmax.rows_sum_to_one"]
+    assert [c.id for c in report.worded("zh").steps[0].checks] == [c.id for c in step.checks]
+    again = Report.from_data(report.to_data())
+    assert again.to_dict() == d
+    # a report written before ids (no `schema_minor`, no check `id`) reads back as what it was
+    old = report.to_data()
+    del old["schema_minor"]
+    for c in old["steps"][0]["checks"]:
+        del c["id"]
+    read = Report.from_data(old)
+    assert read.schema_minor == 0 and [c.id for c in read.steps[0].checks] == ["", ""]

@@ -83,13 +83,13 @@ def _loops(fn: str, args: list[str], draw: Callable[[int], list[torch.Tensor]]) 
 
 
 @check(STEP, N_("all_attention_scores = inputs @ inputs.T"))
-def _check(r: Outcome) -> None:
+def attention_scores(r: Outcome) -> None:
     for case in ("scores_book", "scores"):
         expect.close(r.got(case), r.want(case), _("attention scores"), SQ)
 
 
 @check(STEP, N_("all_attention_weights: softmax of each row, rows sum to 1"))
-def _check(r: Outcome) -> None:
+def attention_weights(r: Outcome) -> None:
     got = expect.tensor(r.got("weights"), _("attention weights"))
     expect.shape(got, r.want("weights").shape, _("attention weights"), SQ)
     sums = got.sum(dim=-1)
@@ -99,19 +99,19 @@ def _check(r: Outcome) -> None:
 
 
 @check(STEP, N_("all_context_vectors = attn_weights @ inputs"))
-def _check(r: Outcome) -> None:
+def context_vectors(r: Outcome) -> None:
     expect.close(r.got("context"), r.want("context"), _("context vectors"), ("num_tokens", "d_in"))
 
 
 @check(STEP, N_("a single token"))
-def _check(r: Outcome) -> None:
+def single_token(r: Outcome) -> None:
     expect.close(r.got("single_scores"), r.want("single_scores"), _("scores of one token"), SQ)
     expect.close(r.got("single_context"), r.want("single_context"), _("context vector of one token"),
                  ("num_tokens", "d_in"))
 
 
 @check(STEP, N_("no Python loops: matrix products only"))
-def _check(r: Outcome) -> None:
+def no_python_loops(r: Outcome) -> None:
     works = {fn: r.got(case, "work") for case, fn in LOOP_CASES.items()}  # each vouched by fn's right outputs
     found = [_loop_finding(fn, work) for fn, work in works.items()]
     expect.true(not any(found), join("; ", [f for f in found if f]))

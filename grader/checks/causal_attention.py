@@ -184,17 +184,17 @@ def placed_on_the_weights(r: Outcome, dims: tuple[str, ...] = DIMS, heads: int =
 
 
 @check(STEP, N_("matches the reference on a batch of 2 with d_in ≠ d_out"))
-def _check(r: Outcome) -> None:
+def matches_reference(r: Outcome) -> None:
     expect.close(r.got("fwd"), r.want("fwd"), _("context vectors"), DIMS)
 
 
 @check(STEP, N_("no token sees the future"))
-def _check(r: Outcome) -> None:
+def no_future_tokens(r: Outcome) -> None:
     no_future(r, "leak", r.inputs("leak")["x"].shape[1] // 2, _("context vectors"))
 
 
 @check(STEP, N_("the mask is a registered buffer of shape (context_length, context_length)"))
-def _check(r: Outcome) -> None:
+def mask_is_buffer(r: Outcome) -> None:
     buffers = r.got("fwd", "structure")["buffers"]
     ctx = r.inputs("fwd")["x"].shape[1]
     ok = [n for n, (shape, _dtype) in buffers.items() if shape == [ctx, ctx]]
@@ -204,22 +204,22 @@ def _check(r: Outcome) -> None:
 
 
 @check(STEP, N_("inputs shorter than context_length (mask cut to num_tokens)"))
-def _check(r: Outcome) -> None:
+def mask_cut_to_num_tokens(r: Outcome) -> None:
     expect.close(r.got("short"), r.want("short"), _("context vectors for num_tokens < context_length"), DIMS)
 
 
 @check(STEP, N_("the book's example: torch.manual_seed(123), CausalAttention(3, 2, 6, 0.0)"))
-def _check(r: Outcome) -> None:
+def book_example(r: Outcome) -> None:
     expect.close(r.got("book"), r.want("book"), "ca(batch)", DIMS)
 
 
 @check(STEP, N_("gradients reach every weight"))
-def _check(r: Outcome) -> None:
+def gradients(r: Outcome) -> None:
     grads_match(r, "fwd", "CausalAttention")
 
 
 @check(STEP, N_("dropout: none in eval mode, mean preserved (1/(1−p)) in training"))
-def _check(r: Outcome) -> None:
+def dropout(r: Outcome) -> None:
     expect.close(r.got("eval_dropout"), r.want("eval_dropout"), _("eval-mode output with dropout=0.5"), DIMS)
     ev = expect.tensor(r.got("dropout", "eval"), _("eval output"))
     mean = expect.tensor(r.got("dropout", "mean"), _("training output"))
@@ -239,7 +239,7 @@ def _check(r: Outcome) -> None:
 
 
 @check(STEP, QKV_BIAS_CHECK)
-def _check(r: Outcome) -> None:
+def qkv_bias(r: Outcome) -> None:
     qkv_bias_added(r, "fwd", "bias_ctor", "bias",
                    N_("qkv_bias=True gives your module no bias parameter (it has the same parameters as with "
                       "qkv_bias=False): pass bias=qkv_bias to W_query, W_key and W_value"),

@@ -68,7 +68,7 @@ def _softmax_of_the_scores(r: Outcome) -> None:
 
 
 @check(STEP, N_("causal_mask: bool, True strictly above the diagonal"))
-def _check(r: Outcome) -> None:
+def mask_above_diagonal(r: Outcome) -> None:
     for case in ("mask", "mask1"):
         got = expect.tensor(r.got(case), "causal_mask(num_tokens)")
         want = r.want(case)
@@ -83,17 +83,17 @@ def _check(r: Outcome) -> None:
 
 
 @check(STEP, N_("masked_attention_weights matches the reference"))
-def _check(r: Outcome) -> None:
+def masked_attention_weights(r: Outcome) -> None:
     expect.close(r.got("w2d"), r.want("w2d"), _("masked attention weights"), SQ)
 
 
 @check(STEP, N_("works with leading batch dimensions (batch, heads, …)"))
-def _check(r: Outcome) -> None:
+def leading_batch_dims(r: Outcome) -> None:
     expect.close(r.got("batch"), r.want("batch"), _("masked attention weights"), ("batch", "heads", *SQ))
 
 
 @check(STEP, N_("future positions get exactly zero weight"))
-def _check(r: Outcome) -> None:
+def future_weights_zero(r: Outcome) -> None:
     got = expect.tensor(r.got("w2d"), _("masked attention weights"))
     expect.shape(got, r.want("w2d").shape, _("masked attention weights"), SQ)
     upper = torch.triu(torch.ones_like(got, dtype=torch.bool), diagonal=1)
@@ -104,7 +104,7 @@ def _check(r: Outcome) -> None:
 
 
 @check(STEP, N_("each row sums to 1"))
-def _check(r: Outcome) -> None:
+def rows_sum_to_one(r: Outcome) -> None:
     got = expect.tensor(r.got("batch"), _("masked attention weights"))
     expect.finite(got, _("masked attention weights"))
     sums = got.sum(dim=-1)
@@ -113,7 +113,7 @@ def _check(r: Outcome) -> None:
 
 
 @check(STEP, N_("a single token"))
-def _check(r: Outcome) -> None:
+def single_token(r: Outcome) -> None:
     expect.close(r.got("single"), r.want("single"), _("weights of one token"), SQ)
 
 

@@ -44,28 +44,28 @@ def _cases(g: Gen) -> dict[str, Case]:
 
 
 @check(STEP, N_("the book's example: z(2) for 'journey'"))
-def _check(r: Outcome) -> None:
+def book_example(r: Outcome) -> None:
     expect.close(r.got("book"), r.want("book"), _("context vector z(2)"), DIMS)
 
 
 @check(STEP, N_("shape (d_in,) when num_tokens ≠ d_in"))
-def _check(r: Outcome) -> None:
+def output_shape(r: Outcome) -> None:
     got = expect.tensor(r.got("random"), _("context vector"))
     expect.shape(got, r.want("random").shape, _("context vector (a weighted sum over tokens)"), DIMS)
 
 
 @check(STEP, N_("random weights and inputs"))
-def _check(r: Outcome) -> None:
+def random_inputs(r: Outcome) -> None:
     expect.close(r.got("random"), r.want("random"), _("context vector"), DIMS)
 
 
 @check(STEP, N_("a single token: z equals that token"))
-def _check(r: Outcome) -> None:
+def single_token(r: Outcome) -> None:
     expect.close(r.got("single"), r.want("single"), _("context vector of one token"), DIMS)
 
 
 @check(STEP, N_("gradients flow back to attn_weights and inputs"))
-def _check(r: Outcome) -> None:
+def gradients(r: Outcome) -> None:
     # a case that raised says so (an exception is no gradient problem), and so does a wrong shape: the gradient is
     # taken against an upstream gradient of the right shape, so nothing detached need be the cause
     expect.shape(expect.tensor(r.got("grad"), _("context vector")), r.want("grad").shape, _("context vector"), DIMS)

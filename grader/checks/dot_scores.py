@@ -40,27 +40,27 @@ def _cases(g: Gen) -> dict[str, Case]:
 
 
 @check(STEP, N_("the book's example: query = inputs[1] of 'Your journey starts with one step'"))
-def _check(r: Outcome) -> None:
+def book_example(r: Outcome) -> None:
     expect.close(r.got("book"), r.want("book"), _("ω for query x(2)"), DIMS)
 
 
 @check(STEP, N_("random inputs with num_tokens ≠ d_in"))
-def _check(r: Outcome) -> None:
+def random_inputs(r: Outcome) -> None:
     expect.close(r.got("random"), r.want("random"), _("attention scores"), DIMS)
 
 
 @check(STEP, N_("a single token"))
-def _check(r: Outcome) -> None:
+def single_token(r: Outcome) -> None:
     expect.close(r.got("single"), r.want("single"), _("attention scores for one token"), DIMS)
 
 
 @check(STEP, N_("negative and larger values"))
-def _check(r: Outcome) -> None:
+def negative_and_larger_values(r: Outcome) -> None:
     expect.close(r.got("signed"), r.want("signed"), _("attention scores"), DIMS)
 
 
 @check(STEP, N_("leaves inputs and query unchanged"))
-def _check(r: Outcome) -> None:
+def inputs_unchanged(r: Outcome) -> None:
     for case in ("book", "random", "signed"):
         expect.true(not r.got(case, "inputs_modified"),
                     _("your function changed `inputs` or `query` in place; compute new tensors instead"))

@@ -67,7 +67,7 @@ def _masks_its_input(r: Outcome) -> None:
 
 
 @check(STEP, N_("zeroes a fraction p of the weights"))
-def _check(r: Outcome) -> None:
+def zeroes_fraction_p(r: Outcome) -> None:
     for case, p in (("half", 0.5), ("fifth", 0.2)):
         got, _w = _kept(r, case)
         frac = float((got == 0).float().mean())
@@ -77,7 +77,7 @@ def _check(r: Outcome) -> None:
 
 
 @check(STEP, N_("scales the kept weights by 1/(1−p)"))
-def _check(r: Outcome) -> None:
+def scales_kept_weights(r: Outcome) -> None:
     for case, p in (("half", 0.5), ("fifth", 0.2)):
         got, w = _kept(r, case)
         kept = got != 0
@@ -89,25 +89,25 @@ def _check(r: Outcome) -> None:
 
 
 @check(STEP, N_("training=False returns the weights unchanged"))
-def _check(r: Outcome) -> None:
+def eval_mode_unchanged(r: Outcome) -> None:
     got, w = _kept(r, "eval")
     expect.close(got, w, _("dropout in eval mode (training=False must be the identity)"))
 
 
 @check(STEP, N_("p = 0 returns the weights unchanged"))
-def _check(r: Outcome) -> None:
+def p_zero_unchanged(r: Outcome) -> None:
     got, w = _kept(r, "p0")
     expect.close(got, w, _("dropout with p=0"))
 
 
 @check(STEP, N_("leaves attn_weights unchanged (no in-place edit)"))
-def _check(r: Outcome) -> None:
+def no_in_place_edit(r: Outcome) -> None:
     for case in ("half", "eval"):
         expect.true(not r.got(case, "inputs_modified"), _("dropout_attention changed its input in place"))
 
 
 @check(STEP, N_("draws a fresh random mask on each call"))
-def _check(r: Outcome) -> None:
+def fresh_mask_each_call(r: Outcome) -> None:
     a, _w = _kept(r, "half")
     b = expect.tensor(r.got("half", "out1"), _("second call"))
     expect.shape(b, a.shape, _("second call"))

@@ -60,7 +60,7 @@ def _cases(g: Gen) -> dict[str, Case]:
 
 @check(STEP, N_("GPT-2 small's size: 12 heads of head_dim 64, d_in = d_out = 768, 2,360,064 parameters "
                 "(qkv_bias=False)"))
-def _check(r: Outcome) -> None:
+def gpt2_small_size(r: Outcome) -> None:
     w = r.want("fwd", "structure")
     # qkv_bias=True, said as such even before any output is right (a claim read only to word this failure): every
     # parameter of the reference's there, and exactly 3 × d_out more, the query, key and value biases
@@ -85,7 +85,7 @@ def _check(r: Outcome) -> None:
 
 
 @check(STEP, N_("causal, with context_length 1024: a 1024 × 1024 mask, no token sees the future"))
-def _check(r: Outcome) -> None:
+def causal_1024_context(r: Outcome) -> None:
     want = [shape for shape, _dtype in r.want("fwd", "structure")["buffers"].values()]
     got = [shape for shape, _dtype in r.got("fwd", "structure")["buffers"].values()]
     expect.true(any(shape in got for shape in want), _("mask buffers {got}, expected one of shape (1024, 1024) = "
@@ -95,16 +95,16 @@ def _check(r: Outcome) -> None:
 
 
 @check(STEP, N_("matches the reference on a short sequence: (1, num_tokens, 768)"))
-def _check(r: Outcome) -> None:
+def matches_reference(r: Outcome) -> None:
     expect.close(r.got("fwd"), r.want("fwd"), _("context vectors"), DIMS)
 
 
 @check(STEP, N_("dropout is passed on (training mode, dropout = 0.5)"))
-def _check(r: Outcome) -> None:
+def dropout_passed_on(r: Outcome) -> None:
     expect.close(r.got("dropout"), r.want("dropout"), _("context vectors in training mode with dropout = 0.5"),
                  DIMS)
 
 
 @check(STEP, N_("dropout = 0.0 by default: gpt2_attention() drops nothing in training mode"))
-def _check(r: Outcome) -> None:
+def no_dropout_by_default(r: Outcome) -> None:
     expect.close(r.got("default"), r.want("default"), _("gpt2_attention() on one token in training mode"), DIMS)

@@ -41,13 +41,17 @@ class Case:
 @dataclass
 class CheckSpec:
     step: str
-    name: str
+    name: str  # the title: an English msgid, worded in the report's language
     fn: Callable[[Any], None]  # takes a grader.checks.vouching.Outcome
     points: float = 1.0
+    # the stable id, `<step>.<the check function's name>` (registration.check): never translated, never reused
+    # once retired (grader/checks/ids.txt)
+    id: str = ""
 
     @property
     def key(self) -> str:
-        return f"{self.step}::{self.name}"
+        """What the runner files the check's verdict under: its id (unique), or step and title for one made by hand."""
+        return self.id or f"{self.step}::{self.name}"
 
 
 

@@ -133,7 +133,7 @@ def _placement(g: Gen) -> dict[str, Case]:
 
 
 @check(STEP, STRUCTURE_CHECK)
-def _check(r: Outcome) -> None:
+def layer_shapes(r: Outcome) -> None:
     # by role, not by name (grader.worker.roles): a combined qkv, raw Parameters, per-head modules, in_proj_weight
     # and other names pass; the weights could not be matched otherwise, and the case says why
     s = r.got("roles", "structure")
@@ -148,7 +148,7 @@ def _check(r: Outcome) -> None:
 
 
 @check(STEP, N_("rejects a d_out that num_heads does not divide"))
-def _check(r: Outcome) -> None:
+def rejects_indivisible_d_out(r: Outcome) -> None:
     # a valid d_out must be accepted first: a constructor that raises on everything rejects nothing in particular
     r.got("structure", "structure")
     res = r.learner["indivisible"]
@@ -163,33 +163,33 @@ def _check(r: Outcome) -> None:
 
 
 @check(STEP, N_("matches the reference: split, transpose, merge heads, out_proj"))
-def _check(r: Outcome) -> None:
+def matches_reference(r: Outcome) -> None:
     expect.close(r.got("fwd"), r.want("fwd"), _("context vectors"), DIMS)
 
 
 @check(STEP, N_("no token sees the future"))
-def _check(r: Outcome) -> None:
+def no_future_tokens(r: Outcome) -> None:
     no_future(r, "leak", r.inputs("leak")["x"].shape[1] // 2, _("context vectors"))
 
 
 @check(STEP, N_("inputs shorter than context_length, and a single head"))
-def _check(r: Outcome) -> None:
+def shorter_inputs_single_head(r: Outcome) -> None:
     expect.close(r.got("short"), r.want("short"), _("context vectors for num_tokens < context_length"), DIMS)
     expect.close(r.got("one"), r.want("one"), _("context vectors with num_heads=1"), DIMS)
 
 
 @check(STEP, N_("the book's example: torch.manual_seed(123), d_out=2, num_heads=2"))
-def _check(r: Outcome) -> None:
+def book_example(r: Outcome) -> None:
     expect.close(r.got("book"), r.want("book"), "mha(batch)", DIMS)
 
 
 @check(STEP, N_("gradients reach every weight, out_proj included"))
-def _check(r: Outcome) -> None:
+def gradients(r: Outcome) -> None:
     grads_match(r, "fwd", "MultiHeadAttention")
 
 
 @check(STEP, QKV_BIAS_CHECK)
-def _check(r: Outcome) -> None:
+def qkv_bias(r: Outcome) -> None:
     qkv_bias_added(r, "structure", "bias_ctor", "bias", N_(
         "qkv_bias=True gives your module no bias parameter (it has the same parameters as with qkv_bias=False): "
         "pass bias=qkv_bias to W_query, W_key and W_value"), N_(
@@ -199,7 +199,7 @@ def _check(r: Outcome) -> None:
 
 @check(STEP, N_("dropout on the attention weights: none in eval mode; in training, each weight dropped or scaled by "
                 "1/(1−p), nothing dropped after out_proj"))
-def _check(r: Outcome) -> None:
+def dropout(r: Outcome) -> None:
     expect.close(r.got("eval_dropout"), r.want("eval_dropout"), _("eval-mode output with dropout=0.5"), DIMS)
     placed_on_the_weights(r, DIMS, heads=PLACE_HEADS, shift=PLACE_SHIFT)
 

@@ -51,7 +51,7 @@ def _cases(g: Gen) -> dict[str, Case]:
 
 
 @check(STEP, STRUCTURE_CHECK)
-def _check(r: Outcome) -> None:
+def heads_module_list(r: Outcome) -> None:
     s = r.got("fwd", "structure")
     expect.true(s["heads_type"] == "ModuleList", _("self.heads is {type}, expected nn.ModuleList "
                   "(a plain list hides the heads' weights from .parameters())").format(type=s["heads_type"]))
@@ -65,32 +65,32 @@ def _check(r: Outcome) -> None:
 
 
 @check(STEP, N_("heads concatenated on the last dim"))
-def _check(r: Outcome) -> None:
+def heads_concatenated(r: Outcome) -> None:
     expect.close(r.got("fwd"), r.want("fwd"), _("context vectors"), DIMS)
 
 
 @check(STEP, N_("num_heads = 1 is a single CausalAttention"))
-def _check(r: Outcome) -> None:
+def single_head(r: Outcome) -> None:
     expect.close(r.got("one"), r.want("one"), _("context vectors of one head"), DIMS)
 
 
 @check(STEP, N_("inputs shorter than context_length"))
-def _check(r: Outcome) -> None:
+def shorter_inputs(r: Outcome) -> None:
     expect.close(r.got("short"), r.want("short"), _("context vectors for num_tokens < context_length"), DIMS)
 
 
 @check(STEP, N_("the book's example: torch.manual_seed(123), num_heads=2"))
-def _check(r: Outcome) -> None:
+def book_example(r: Outcome) -> None:
     expect.close(r.got("book"), r.want("book"), "mha(batch)", DIMS)
 
 
 @check(STEP, N_("gradients reach every head"))
-def _check(r: Outcome) -> None:
+def gradients(r: Outcome) -> None:
     grads_match(r, "fwd", "MultiHeadAttentionWrapper")
 
 
 @check(STEP, QKV_BIAS_CHECK)
-def _check(r: Outcome) -> None:
+def qkv_bias(r: Outcome) -> None:
     qkv_bias_added(r, "fwd", "bias_ctor", "bias", N_(
         "qkv_bias=True gives the heads no bias parameter (the wrapper has the same parameters as with "
         "qkv_bias=False): pass qkv_bias on to every head, CausalAttention(d_in, d_out, context_length, dropout, "

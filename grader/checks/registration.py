@@ -2,7 +2,8 @@
 
 A step module (grader/checks/<step>.py) declares, at import:
   @cases(STEP)   def _(g: Gen) -> dict[str, Case]            the probes to run, with inputs drawn from the secret
-  @check(STEP, N_("what is checked"), points=1)               a check (Outcome -> None, raises Failed), vouched
+  @check(STEP, N_("what is checked"), points=1)               a check (Outcome -> None, raises Failed), vouched;
+  def mask_cut_to_num_tokens(r: Outcome) -> None               its function's name makes its id: `<step>.<name>`
   hints(STEP, N_("nudge"), N_("key idea"), N_("recipe"))     the three hint levels (read without torch: registry.hints)
   pictures(STEP, {"case": "what produced it"})               the cases whose output is a matrix of attention weights
   mistakes(STEP, {"id": N_("message")})  @diagnosis(STEP)    the classic mistakes its outputs can show (optional)
@@ -15,6 +16,7 @@ by the grading process and the learner's commands, never by a worker.
 from __future__ import annotations
 
 import importlib
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -41,11 +43,29 @@ def cases(step: str) -> Callable:
     return deco
 
 
+ID_PART = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)*")  # snake_case: each part of an id (`<step>.<name>`)
+
+
+def check_id(step: str, fn: Callable) -> str:
+    """A check's stable id, `<step>.<its function's name>` (`causal_attention.mask_cut_to_num_tokens`): what reports,
+    platforms and exports follow a check by, in every language and across versions; its title may be reworded."""
+    name = getattr(fn, "__name__", "")
+    for part in (step, name):
+        if not ID_PART.fullmatch(part):
+            raise ValueError(f"check {part!r} of step {step!r}: a check id is <step>.<function name>, each part "
+                             "snake_case (a-z, 0-9, single underscores, a letter first)")
+    return f"{step}.{name}"
+
+
 def check(step: str, name: str, points: float = 1.0) -> Callable:
     """Register a check, vouched (grader.checks.vouching.vouched): it earns its point only once some output of the
-    step equals the reference's."""
+    step equals the reference's. Its id is `<step>.<the function's name>`, unique (grader/checks/ids.txt lists
+    them, and the retired ones, which no check may take again: tests/test_check_ids.py)."""
     def deco(fn: Callable[[Outcome], None]) -> Callable:
-        CHECKS.setdefault(step, []).append(CheckSpec(step, name, vouched(fn), points))
+        cid = check_id(step, fn)
+        if any(c.id == cid for specs in CHECKS.values() for c in specs):
+            raise ValueError(f"check id {cid!r} registered twice: name each check function of a step differently")
+        CHECKS.setdefault(step, []).append(CheckSpec(step, name, vouched(fn), points, cid))
         return fn
 
     return deco

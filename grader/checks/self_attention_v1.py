@@ -55,7 +55,7 @@ def _cases(g: Gen) -> dict[str, Case]:
 
 
 @check(STEP, STRUCTURE_CHECK)
-def _check(r: Outcome) -> None:
+def weight_parameters(r: Outcome) -> None:
     s = r.got("single", "structure")
     want = r.want("single", "structure")["params"]
     for name, shape in want.items():  # by role: the parameter may have another name (W_q, queries, ...)
@@ -68,27 +68,27 @@ def _check(r: Outcome) -> None:
 
 
 @check(STEP, N_("matches the reference with d_in ≠ d_out"))
-def _check(r: Outcome) -> None:
+def matches_reference(r: Outcome) -> None:
     expect.close(r.got("fwd"), r.want("fwd"), _("context vectors"), DIMS)
 
 
 @check(STEP, N_("scaled by √d_k with a wide d_out = 16"))
-def _check(r: Outcome) -> None:
+def scaled_by_sqrt_d_k(r: Outcome) -> None:
     expect.close(r.got("wide"), r.want("wide"), _("context vectors (d_out = 16)"), DIMS)
 
 
 @check(STEP, N_("a single token"))
-def _check(r: Outcome) -> None:
+def single_token(r: Outcome) -> None:
     expect.close(r.got("single"), r.want("single"), _("context vector of one token"), DIMS)
 
 
 @check(STEP, N_("the book's example: torch.manual_seed(123), SelfAttention_v1(3, 2)"))
-def _check(r: Outcome) -> None:
+def book_example(r: Outcome) -> None:
     expect.close(r.got("book"), r.want("book"), _("sa_v1(inputs) (create W_query, W_key, W_value in that order)"), DIMS)
 
 
 @check(STEP, N_("gradients reach W_query, W_key and W_value"))
-def _check(r: Outcome) -> None:
+def gradients(r: Outcome) -> None:
     grads_match(r, "fwd", "SelfAttention_v1")
 
 

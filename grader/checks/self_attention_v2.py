@@ -51,7 +51,7 @@ def _cases(g: Gen) -> dict[str, Case]:
 
 
 @check(STEP, STRUCTURE_CHECK)
-def _check(r: Outcome) -> None:
+def linear_layers(r: Outcome) -> None:
     s = r.got("single", "structure")
     for name in ("W_query", "W_key", "W_value"):  # by role: the layer may have another name, or be combined
         played = s["roles"].get(f"{name}.weight", [])
@@ -67,28 +67,28 @@ def _check(r: Outcome) -> None:
 
 
 @check(STEP, N_("qkv_bias=True adds a bias to each layer"))
-def _check(r: Outcome) -> None:
+def qkv_bias(r: Outcome) -> None:
     grads_match(r, "bias", "SelfAttention_v2(qkv_bias=True)")
     expect.close(r.got("bias"), r.want("bias"), _("context vectors with bias"), DIMS)
 
 
 @check(STEP, N_("matches the reference with d_in ≠ d_out"))
-def _check(r: Outcome) -> None:
+def matches_reference(r: Outcome) -> None:
     expect.close(r.got("fwd"), r.want("fwd"), _("context vectors"), DIMS)
 
 
 @check(STEP, N_("a single token"))
-def _check(r: Outcome) -> None:
+def single_token(r: Outcome) -> None:
     expect.close(r.got("single"), r.want("single"), _("context vector of one token"), DIMS)
 
 
 @check(STEP, N_("the book's example: torch.manual_seed(789), SelfAttention_v2(3, 2)"))
-def _check(r: Outcome) -> None:
+def book_example(r: Outcome) -> None:
     expect.close(r.got("book"), r.want("book"), _("sa_v2(inputs) (create W_query, W_key, W_value in that order)"), DIMS)
 
 
 @check(STEP, N_("gradients reach every weight"))
-def _check(r: Outcome) -> None:
+def gradients(r: Outcome) -> None:
     grads_match(r, "fwd", "SelfAttention_v2")
 
 

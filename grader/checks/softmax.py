@@ -51,30 +51,30 @@ def _cases(g: Gen) -> dict[str, Case]:
 
 
 @check(STEP, N_("normalize_by_sum divides by the sum"))
-def _check(r: Outcome) -> None:
+def normalize_by_sum(r: Outcome) -> None:
     for case in ("sum_book", "sum_random"):
         expect.close(r.got(case), r.want(case), "normalize_by_sum(scores)", ("num_tokens",))
 
 
 @check(STEP, N_("softmax_naive matches exp(x) / Σ exp(x)"))
-def _check(r: Outcome) -> None:
+def softmax_naive(r: Outcome) -> None:
     for case in ("naive_book", "naive_random"):
         expect.close(r.got(case), r.want(case), "softmax_naive(scores)", ("num_tokens",))
 
 
 @check(STEP, N_("attention_weights on 1-D and 2-D scores (softmax over the last dim)"))
-def _check(r: Outcome) -> None:
+def one_and_two_dim_scores(r: Outcome) -> None:
     expect.close(r.got("w1d"), r.want("w1d"), _("attention_weights(1-D scores)"), ("num_tokens",))
     expect.close(r.got("w2d"), r.want("w2d"), _("attention_weights(2-D scores)"), ("queries", "keys"))
 
 
 @check(STEP, N_("attention_weights with a leading batch dimension"))
-def _check(r: Outcome) -> None:
+def leading_batch_dim(r: Outcome) -> None:
     expect.close(r.got("w3d"), r.want("w3d"), _("attention_weights(3-D scores)"), ("batch", "queries", "keys"))
 
 
 @check(STEP, N_("every row of attention weights sums to 1"))
-def _check(r: Outcome) -> None:
+def rows_sum_to_one(r: Outcome) -> None:
     got = expect.tensor(r.got("w3d"), "attention_weights")
     expect.shape(got, r.want("w3d").shape, "attention_weights", ("batch", "queries", "keys"))
     sums = got.sum(dim=-1)
@@ -84,7 +84,7 @@ def _check(r: Outcome) -> None:
 
 
 @check(STEP, N_("attention_weights stays finite on large scores (numerically stable)"))
-def _check(r: Outcome) -> None:
+def stable_on_large_scores(r: Outcome) -> None:
     got = expect.tensor(r.got("large"), _("attention_weights(large scores)"))
     expect.finite(got, _("attention_weights on scores around 1000 (subtract the max before exp)"))
     expect.close(got, r.want("large"), _("attention_weights(large scores)"), ("queries", "keys"))

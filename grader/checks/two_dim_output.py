@@ -50,7 +50,7 @@ def _cases(g: Gen) -> dict[str, Case]:
 
 @check(STEP, N_("a MultiHeadAttentionWrapper: num_heads = 2 CausalAttention heads with d_out = 1, in an "
                 "nn.ModuleList"))
-def _check(r: Outcome) -> None:
+def two_heads_of_d_out_1(r: Outcome) -> None:
     s = r.got("d_in", "structure")
     w = r.want("d_in", "structure")
     expect.true(s["heads_type"] == "ModuleList", _("self.heads is {type}, expected nn.ModuleList "
@@ -68,24 +68,24 @@ def _check(r: Outcome) -> None:
 
 
 @check(STEP, N_("the book's setting: torch.manual_seed(123), d_in=3, context_length=6 -> (2, 6, 2)"))
-def _check(r: Outcome) -> None:
+def book_setting(r: Outcome) -> None:
     expect.close(r.got("book"), r.want("book"), "mha(batch)", DIMS)
 
 
 @check(STEP, N_("another d_in: d_in is passed on"))
-def _check(r: Outcome) -> None:
+def d_in_passed_on(r: Outcome) -> None:
     d_in = r.case_specs["d_in"].params["ctor"]["d_in"]
     expect.close(r.got("d_in"), r.want("d_in"), _("context vectors with d_in = {d_in}").format(d_in=d_in), DIMS)
 
 
 @check(STEP, N_("a longer context_length: context_length is passed on"))
-def _check(r: Outcome) -> None:
+def context_length_passed_on(r: Outcome) -> None:
     ctx = r.case_specs["context"].params["ctor"]["context_length"]
     expect.close(r.got("context"), r.want("context"),
                  _("context vectors for {n} tokens with context_length = {n}").format(n=ctx), DIMS)
 
 
 @check(STEP, N_("dropout is passed on (training mode, dropout = 0.5)"))
-def _check(r: Outcome) -> None:
+def dropout_passed_on(r: Outcome) -> None:
     expect.close(r.got("dropout"), r.want("dropout"), _("context vectors in training mode with dropout = 0.5"),
                  DIMS)

@@ -42,12 +42,12 @@ def _cases(g: Gen) -> dict[str, Case]:
 
 
 @check(STEP, N_("after the transfer, v1 gives v2's output (d_in ≠ d_out)"))
-def _check(r: Outcome) -> None:
+def v1_gives_v2_output(r: Outcome) -> None:
     expect.close(r.got("rect", "out_v1"), r.want("rect", "out_v1"), "sa_v1(x)", ("num_tokens", "d_out"))
 
 
 @check(STEP, N_("each of W_query, W_key, W_value comes from the matching layer, transposed"))
-def _check(r: Outcome) -> None:
+def weights_from_matching_layers(r: Outcome) -> None:
     r.got("rect", "out_v1")  # if the case crashed, say so (not _("no longer a tensor"))
     for name in ("W_query", "W_key", "W_value"):
         expect.true(r.has("rect", f"v1.{name}"), _("sa_v1.{name} is no longer a tensor").format(name=name))
@@ -64,13 +64,13 @@ def _check(r: Outcome) -> None:
 
 
 @check(STEP, N_("square weights (d_in = d_out) are transposed too"))
-def _check(r: Outcome) -> None:
+def square_weights_transposed(r: Outcome) -> None:
     expect.close(r.got("square", "out_v1"), r.want("square", "out_v1"), _("sa_v1(x) with d_in = d_out"),
                  ("num_tokens", "d_out"))
 
 
 @check(STEP, N_("sa_v2 is left unchanged"))
-def _check(r: Outcome) -> None:
+def sa_v2_unchanged(r: Outcome) -> None:
     # judged on the cases whose run completed: a crash in sa_v1's forward is charged by the checks above
     ran = [c for c in ("rect", "square") if r.learner[c].status == "ok"] or ["rect"]
     for case in ran:

@@ -221,7 +221,7 @@ def _blank(step: Step, status: str, detail: str, message: str) -> StepResult:
     checks.load_all()  # a submission rejected on reading comes here before anything has loaded the checks
     specs = checks.CHECKS[step.id]
     return StepResult(step.id, i18n.step_title(step), 0.0, sum(c.points for c in specs), status,
-                      [CheckResult(i18n.translate(None, c.name), 0.0, c.points, False, message) for c in specs],
+                      [CheckResult(i18n.translate(None, c.name), 0.0, c.points, False, message, c.id) for c in specs],
                       detail, message)
 
 
@@ -517,7 +517,7 @@ def judge(collected: list[Collected], *, secret: str | None = None, with_picture
             specs = checks.CHECKS[sid]
             # a structural cause (heads in a plain list, parameters that match no role) is said once (issue 12)
             said = structure.first(sid, [c.name for c in specs], [v[c.key] for c in specs], col.learner[sid])
-            crs = [CheckResult(i18n.translate(None, c.name), c.points if ok else 0.0, c.points, ok, msg)
+            crs = [CheckResult(i18n.translate(None, c.name), c.points if ok else 0.0, c.points, ok, msg, c.id)
                    for c, (ok, msg) in zip(specs, said, strict=True)]
             score = sum(c.score for c in crs)
             total = sum(c.max_score for c in crs)

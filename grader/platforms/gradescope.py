@@ -173,7 +173,8 @@ def results(graded: Graded, root: Path) -> dict[str, Any]:
 
 def document(report: Report, execution_time: float | None = None, lang: str = "en") -> dict[str, Any]:
     """Gradescope's results.json of a report: one test per check, named by step and check (in the report's
-    language already: `lang` is for the signature PrairieLearn's `document` shares)."""
+    language already: `lang` is for the signature PrairieLearn's `document` shares). The check's stable id, the same
+    in every language, is in the test's `extra_data` (what Gradescope stores without showing it)."""
     from grader.registry import BY_ID
 
     tests = []
@@ -185,7 +186,7 @@ def document(report: Report, execution_time: float | None = None, lang: str = "e
                 output = s.message
             tests.append({"name": f"{number}. {s.id}: {c.name}", "score": c.score, "max_score": c.max_score,
                           "status": "passed" if c.passed else "failed", "output": output,
-                          "visibility": "visible", "tags": [s.id]})
+                          "visibility": "visible", "tags": [s.id], "extra_data": {"id": c.id}})
     out: dict[str, Any] = {"score": report.score, "max_score": report.max_score, "tests": tests,
                            "visibility": "visible", "stdout_visibility": "hidden"}
     if execution_time is not None:

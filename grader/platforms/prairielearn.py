@@ -186,8 +186,9 @@ def _started(target: Path) -> str:
 
 def document(report: Report, execution_time: float | None = None, lang: str = "en") -> dict[str, Any]:
     """PrairieLearn's results.json of a report: `score` in 0–1, one test per check (name, points, max_points,
-    message, output), the table as `output`. A submission that could not be read at all is `gradable: false`
-    (the student keeps the attempt) with the reason in `format_errors`."""
+    message, output, and `id`: the check's stable id, the same in every language), the table as `output`. A
+    submission that could not be read at all is `gradable: false` (the student keeps the attempt) with the reason in
+    `format_errors`."""
     from rich.console import Console
 
     from grader import i18n
@@ -203,7 +204,7 @@ def document(report: Report, execution_time: float | None = None, lang: str = "e
             message = c.message if not c.passed else ""
             if s.status in ("not_started", "error") and s.message:
                 message = s.message
-            tests.append({"name": f"{BY_ID[s.id].number}. {s.id}: {c.name}", "description": s.title,
+            tests.append({"id": c.id, "name": f"{BY_ID[s.id].number}. {s.id}: {c.name}", "description": s.title,
                           "points": c.score, "max_points": c.max_score, "message": message,
                           "output": diagnoses if not c.passed else ""})
     console = Console(width=100, force_terminal=False, color_system=None)
