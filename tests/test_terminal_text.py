@@ -174,3 +174,39 @@ def test_heatmaps_show_no_internal_case_tag() -> None:
             assert label in shown and f"[{case}]" not in shown, shown
             page = html_report.render(Report("x.py", [StepResult(step, "t", 0, 1, "failed")]), {step: [mat]})
             assert label in page and f"[{case}]" not in page
+
+
+def test_list_breaks_no_name_mid_word_at_80_and_60_columns(tmp_path: Path) -> None:
+    """Issue 38: at 80 columns `attn-kata list` showed `MultiHeadAttentionWrappe` / `r`. Every step id and public
+    name reads whole, at 80 and 60 columns, in both languages, with and without progress; every line fits."""
+    import itertools
+    import json
+    import os
+
+    from rich.cells import cell_len
+
+    from grader.registry import STEPS
+
+    names = {n for s in STEPS for n in (s.id, *s.names)}
+    ws = tmp_path / "ws"
+    shutil.copytree(ROOT / "exercises", ws)
+    progress = {s.id: {"status": ("not_started", "partial", "passed")[s.number % 3], "score": 2.5, "max_score": 10}
+                for s in STEPS}
+    env = {**os.environ, "ATTN_KATA_NO_DAEMON": "1"}
+    for with_progress in (False, True):
+        if with_progress:
+            (ws / ".attn-kata").mkdir(exist_ok=True)
+            (ws / ".attn-kata" / "state.json").write_text(json.dumps({"progress": progress}))
+        for lang in ("en", "zh"):
+            for columns in (80, 60):
+                out = run_in_process("--lang", lang, "list", "--path", str(ws), cwd=ROOT,
+                                     env={**env, "COLUMNS": str(columns)}).stdout
+                lines = [line for line in out.splitlines() if line.startswith("│")]
+                assert lines and all(cell_len(line) <= columns for line in out.splitlines()), (lang, columns, out)
+                cells = [[c.strip() for c in line.split("│")[1:-1]] for line in lines]
+                for above, below in itertools.pairwise(cells):  # a name cut at a line's end goes on below
+                    for a, b in zip(above, below, strict=True):
+                        if a and b:
+                            assert (a.split()[-1].strip(",") + b.split()[0].strip(",")) not in names, (columns, a, b)
+                shown = {w.strip(",:()（）") for row in cells for c in row for w in c.split()}
+                assert names <= shown, (lang, columns, names - shown)

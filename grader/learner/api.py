@@ -10,7 +10,7 @@ from rich.console import Console
 from grader import i18n
 from grader.i18n import N_, _, default_lang
 from grader.learner import workspace as workspace_state
-from grader.registry import BY_ID, STEPS
+from grader.registry import BY_ID, STEPS, Step
 from grader.render import reporters
 from grader.report import Report
 from grader.settings import DEFAULT_TIMEOUT, resolve_secret
@@ -171,16 +171,44 @@ def _list_steps(workspace: str | Path | None) -> None:
     progress = load_state(workspace).get("progress", {}) if workspace is not None else {}
     console = Console()
     from rich.table import Table
+    from rich.text import Text
 
-    t = Table(show_header=True)
-    for col in ("#", _("step"), _("names"), "§", _("status")):
-        t.add_column(col, overflow="fold")  # wrapped by display width, never cut with '…'
-    names_width = max(len(n) for s in STEPS for n in s.names)  # the longest name whole when the terminal allows
-    for s in STEPS:
+    from grader.render.terminal import column_widths, fit
+
+    def status(s: Step) -> str:
         p = progress.get(s.id)
-        status = f"{i18n.status(p['status'])} ({p['score']:g}/{p['max_score']:g})" if p else "—"
-        t.add_row(str(s.number), f"{s.id}\n[dim]{i18n.step_name(s)}[/dim]", ",\n".join(s.names)
-                  if len(", ".join(s.names)) > names_width else ", ".join(s.names), s.section, status)
+        return f"{i18n.status(p['status'])} ({p['score']:g}/{p['max_score']:g})" if p else "—"
+
+    names_width = max(len(n) for s in STEPS for n in s.names)  # the longest name whole when the terminal allows
+
+    def names(s: Step) -> str:
+        return ",\n".join(s.names) if len(", ".join(s.names)) > names_width else ", ".join(s.names)
+
+    # wide: number, step (id and title), names, section, status; where that does not fit with every name whole (80
+    # columns), narrow: number, step (id, names, the title with its section), status. Each column is given a width
+    # no narrower than its widest word (grader.render.terminal.column_widths), and its cells are wrapped to it
+    # between words (`fit`): rich's own squeeze would cut `MultiHeadAttentionWrapper` mid-word
+    wide = [("#", [Text(str(s.number)) for s in STEPS]),
+            (_("step"), [Text(s.id).append("\n" + i18n.step_name(s), style="dim") for s in STEPS]),
+            (_("names"), [Text(names(s)) for s in STEPS]), ("§", [Text(s.section) for s in STEPS]),
+            (_("status"), [Text(status(s)) for s in STEPS])]
+    narrow = [wide[0],
+              (_("step"), [Text("\n".join([s.id, *s.names])).append("\n" + i18n.step_title(s), style="dim")
+                           for s in STEPS]),
+              wide[4]]
+    layout, widths = narrow, None
+    # the number, the section and the status whole where they can be ("passed (5/5)" on one line)
+    for columns, whole in ((wide, (0, 3, 4)), (narrow, (0, 2)), (narrow, (0,))):
+        room = console.width - 3 * len(columns) - 1  # a border before each column and one after, 1 cell of padding
+        widths = column_widths([[head, *(c.plain for c in cells)] for head, cells in columns], room, whole)
+        if widths is not None:
+            layout = columns
+            break
+    t = Table(show_header=True)
+    for n, (head, _cells) in enumerate(layout):
+        t.add_column(head, width=widths[n] if widths else None, overflow="fold")  # never cut with '…'
+    for row in zip(*(cells for _head, cells in layout), strict=True):
+        t.add_row(*(fit(cell, widths[n]) if widths else cell for n, cell in enumerate(row)))
     console.print(t)
     if not progress:
         console.print(_("progress appears after `attn-kata check`"))

@@ -118,3 +118,37 @@ def fit(value: Text, width: int) -> Text:
         if n + 1 < len(lines):
             out.append("\n")
     return out
+
+
+def widest_word(value: str) -> int:
+    """The cells the widest piece of `value` that `fit` never breaks takes: a word, or a wide character with the
+    punctuation kept beside it."""
+    from rich.cells import cell_len
+
+    return max([0, *(cell_len(line[a:b]) for line in value.split("\n") for a, b in _units(line)
+                     if not line[a:b].startswith(" "))])
+
+
+def widest_line(value: str) -> int:
+    from rich.cells import cell_len
+
+    return max([0, *(cell_len(line) for line in value.split("\n"))])
+
+
+def column_widths(columns: list[list[str]], room: int, whole: tuple[int, ...] = ()) -> list[int] | None:
+    """Widths for a table's columns (each given as its cells' plain text, the header among them) within `room`
+    cells in all: each as wide as its widest line where they all fit, else the widest columns narrowed first, one
+    cell at a time, never below the widest word of any of its cells (so `fit` breaks no name mid-word) nor, for the
+    columns in `whole`, below their widest line. None where even that does not fit."""
+    low = [widest_line(c) if i in whole else widest_word(c) for i, cells in enumerate(columns) for c in
+           ["\n".join(cells)]]
+    widths = [widest_line("\n".join(cells)) for cells in columns]
+    excess = sum(widths) - room
+    while excess > 0:
+        narrowable = [i for i, w in enumerate(widths) if w > low[i]]
+        if not narrowable:
+            return None
+        widest = max(narrowable, key=lambda i: widths[i])
+        widths[widest] -= 1
+        excess -= 1
+    return widths
