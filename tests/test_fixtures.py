@@ -84,8 +84,8 @@ def graded(path: str, secret: str = SECRET, lang: str = "en") -> Report:
 
 
 def outcome(report: Report) -> dict[str, dict]:
-    """step id -> {"status", "failed": sorted failing check names}, for every step not "not_started"."""
-    return {s.id: {"status": s.status, "failed": sorted(c.name for c in s.checks if not c.passed)}
+    """step id -> {"status", "failed": sorted failing check ids}, for every step not "not_started"."""
+    return {s.id: {"status": s.status, "failed": sorted(c.id for c in s.checks if not c.passed)}
             for s in report.steps if s.status != "not_started"}
 
 
@@ -117,8 +117,8 @@ def test_expected_table_matches_the_fixtures() -> None:
         # each fixture targets a bug: some step it defines must lose points
         assert any(v["status"] != "passed" for v in steps.values()), name
         for sid, v in steps.items():
-            names = {c.name for c in checks.CHECKS[sid]}
-            assert set(v["failed"]) <= names, f"{name}/{sid}: unknown check names {set(v['failed']) - names}"
+            names = {c.id for c in checks.CHECKS[sid]}
+            assert set(v["failed"]) <= names, f"{name}/{sid}: unknown check ids {set(v['failed']) - names}"
             want_status = "passed" if not v["failed"] else "failed" if set(v["failed"]) == names else "partial"
             assert v["status"] == want_status, f"{name}/{sid}"
 
@@ -148,14 +148,14 @@ def test_every_check_fails_on_some_buggy_fixture() -> None:
     failing: set[tuple[str, str]] = set()
     for name in BUGGY_NAMES:
         for step in graded(str(BUGGY / f"{name}.py")).steps:
-            failing |= {(step.id, c.name) for c in step.checks if not c.passed and step.status != "not_started"}
-    every = {(sid, spec.name) for sid, specs in checks.CHECKS.items() for spec in specs}
+            failing |= {c.id for c in step.checks if not c.passed and step.status != "not_started"}
+    every = {spec.id for specs in checks.CHECKS.values() for spec in specs}
     assert every, "no checks registered"
     never = sorted(every - failing)
     assert not never, f"checks no buggy fixture makes fail: {never}"
 
 
-REJECTS = "rejects a d_out that num_heads does not divide"
+REJECTS = "multihead_attention.rejects_indivisible_d_out"
 
 
 @pytest.mark.parametrize(("structure", "indivisible", "passes"), [
@@ -183,7 +183,7 @@ def test_the_divisibility_check_wants_the_books_assertion(structure: str, indivi
     learner = dict(refs["multihead_attention"])
     learner["structure"] = result(structure)
     learner["indivisible"] = result(indivisible)
-    spec = next(c for c in checks.CHECKS["multihead_attention"] if c.name == REJECTS)
+    spec = next(c for c in checks.CHECKS["multihead_attention"] if c.id == REJECTS)
     outcome = Outcome("multihead_attention", cases, learner, refs["multihead_attention"])
     if passes:
         spec.fn(outcome)
@@ -273,46 +273,45 @@ def test_a_fact_that_cannot_count_yet_is_said_as_found(name: str, step: str, lan
 
 
 # Checks no fixture singles out yet (each fails only where most of its step fails too). Empty is the goal.
-NOT_SINGLED_OUT: set[tuple[str, str]] = {
+NOT_SINGLED_OUT: set[str] = {  # check ids
     # redundant: its "random" case is checked, shape first, by "random weights and inputs" (and "grad" has its shapes)
-    ("context_vector", "shape (d_in,) when num_tokens ≠ d_in"),
+    "context_vector.output_shape",
     # a bug of z's formula fails the book's example, "random" and "grad" together (one function, and "grad" runs at
     # the sizes of "random"), and then nothing vouches for the shape or the single token: ctx_mean singled both out
     # only while its right answer on one token, that token's row, still vouched (checks.no_work: it proves nothing)
-    ("context_vector", "random weights and inputs"),
-    ("context_vector", "the book's example: z(2) for 'journey'"),
+    "context_vector.random_inputs",
+    "context_vector.book_example",
     # one head runs the wrapper code fwd (3 heads) and book (2 heads) run: breaks only if code branches on num_heads
-    ("multihead_wrapper", "num_heads = 1 is a single CausalAttention"),
+    "multihead_wrapper.single_head",
     # changing sa_v2 (in-place t_()) reshapes rect's weights, so the probe's unused sa_v2(x) crashes the rect case
-    ("weight_transfer", "sa_v2 is left unchanged"),
+    "weight_transfer.sa_v2_unchanged",
     # the book's setting changes no argument of its own (d_in=3 and context_length=6 are the other cases' defaults):
     # a bug it catches changes the seeded weights, and so every case's outputs
-    ("two_dim_output", "the book's setting: torch.manual_seed(123), d_in=3, context_length=6 -> (2, 6, 2)"),
+    "two_dim_output.book_setting",
     # "random" and "signed" draw the same num_tokens, so a bug fails both; dot_six_tokens singled it out while its
     # right answer on the book's (public) example still earned points (Outcome.some_output_right: it proves no work)
-    ("dot_scores", "random inputs with num_tokens ≠ d_in"),
+    "dot_scores.random_inputs",
     # the facts a module reports of itself count only once the case they describe computes right
     # (common.shown_by, common.moves_with_the_module): a wrong `fwd` fails the buffer check too (and gradients,
     # read from `fwd`), so no bug leaves half of step 9's other checks passing
-    ("causal_attention", "matches the reference on a batch of 2 with d_in ≠ d_out"),
+    "causal_attention.matches_reference",
     # the same for step 11: the qkv_bias case and the dropout check's eval-mode case have `fwd`'s sizes, and the
     # gradients are read from `fwd`, so a wrong forward fails four of the nine checks at once (these, and the values);
     # a bug that breaks `fwd` and spares both `short` and the book's example (mha_scale_d_out breaks them all) would
     # be one that depends on the batch size or on num_tokens = context_length
-    ("multihead_attention", "matches the reference: split, transpose, merge heads, out_proj"),
+    "multihead_attention.matches_reference",
     # the same for step 14: a wrong `fwd` fails the size and mask checks with it, and `dropout` builds the module
     # the same way, so every bug of the build fails at least four of the five
-    ("gpt2_size", "GPT-2 small's size: 12 heads of head_dim 64, d_in = d_out = 768, 2,360,064 parameters "
-                  "(qkv_bias=False)"),
-    ("gpt2_size", "matches the reference on a short sequence: (1, num_tokens, 768)"),
+    "gpt2_size.gpt2_small_size",
+    "gpt2_size.matches_reference",
     # the book's printed examples load the book's initial weights by role (issue 26), so a module that creates its
     # parameters in another order or draws them its own way passes them (tests/fixtures/correct/order_*.py, the
     # buggy fixtures that singled these out until then): what is left is one more forward on the book's fixed,
     # public sizes and inputs, and every realistic bug it catches breaks the secret cases of the same computation
-    ("self_attention_v1", "the book's example: torch.manual_seed(123), SelfAttention_v1(3, 2)"),
-    ("self_attention_v2", "the book's example: torch.manual_seed(789), SelfAttention_v2(3, 2)"),
-    ("causal_attention", "the book's example: torch.manual_seed(123), CausalAttention(3, 2, 6, 0.0)"),
-    ("multihead_attention", "the book's example: torch.manual_seed(123), d_out=2, num_heads=2"),
+    "self_attention_v1.book_example",
+    "self_attention_v2.book_example",
+    "causal_attention.book_example",
+    "multihead_attention.book_example",
 }
 
 
@@ -320,7 +319,7 @@ def test_every_check_is_singled_out_by_some_fixture() -> None:
     """Each check fails on some buggy fixture on which at least half of its step's other checks pass: so it
     catches a bug of its own, not only the wreckage of a step that fails everywhere."""
     checks.load_all()
-    best: dict[tuple[str, str], int] = {}
+    best: dict[str, int] = {}  # check id -> the most of its step's other checks passing where it fails
     for name in BUGGY_NAMES:
         for step in graded(str(BUGGY / f"{name}.py")).steps:
             if step.status == "not_started":
@@ -328,13 +327,12 @@ def test_every_check_is_singled_out_by_some_fixture() -> None:
             n_failed = sum(not c.passed for c in step.checks)
             for c in step.checks:
                 if not c.passed:
-                    key = (step.id, c.name)
-                    best[key] = max(best.get(key, 0), len(step.checks) - n_failed)  # the others that pass
+                    best[c.id] = max(best.get(c.id, 0), len(step.checks) - n_failed)  # the others that pass
     lonely = set()
-    for sid, specs in checks.CHECKS.items():
+    for specs in checks.CHECKS.values():
         for spec in specs:
-            if 2 * best.get((sid, spec.name), -1) < len(specs) - 1:
-                lonely.add((sid, spec.name))
+            if 2 * best.get(spec.id, -1) < len(specs) - 1:
+                lonely.add(spec.id)
     assert lonely <= NOT_SINGLED_OUT, sorted(lonely - NOT_SINGLED_OUT)
     assert not NOT_SINGLED_OUT - lonely, f"singled out now, drop from NOT_SINGLED_OUT: {NOT_SINGLED_OUT - lonely}"
 
@@ -492,12 +490,12 @@ def test_a_notebook_with_failing_cells_has_not_started_steps_it_never_names(tmp_
 
 # ---------------------------------------------------------------- the dropout average is a sound statistical test
 
-DROPOUT_CHECK = "dropout: none in eval mode, mean preserved (1/(1−p)) in training"
+DROPOUT_CHECK = "causal_attention.dropout"
 
 
 def _failed_dropout_check(path: Path, secret: str) -> bool:
     step = grade(str(path), secret=secret, steps=["causal_attention"]).steps[0]
-    return any(c.name == DROPOUT_CHECK and not c.passed for c in step.checks)
+    return any(c.id == DROPOUT_CHECK and not c.passed for c in step.checks)
 
 
 @pytest.mark.parametrize("term", range(12))
