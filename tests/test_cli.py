@@ -39,6 +39,24 @@ def test_grade_solutions_full_marks_and_exercises_not_started() -> None:
     assert len(ex["steps"]) == 14
 
 
+def test_the_quickstarts_comments_say_what_grade_and_check_exit_with() -> None:
+    """Issue 38: `attn-kata grade exercises/  # every step "not started"` exits 0 where `check` exits 1; the
+    quickstart says so. Its grade lines, as written, exit 0; `check` on the same stubs exits 1."""
+    import shlex
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = readme.split("In a clone of this repository:", 1)[1].split("```bash\n", 1)[1].split("```", 1)[0]
+    lines = [line.split("#", 1) for line in block.splitlines() if line.startswith("attn-kata grade ")]
+    assert len(lines) == 2 and "still exit 0" in lines[1][1], lines
+    for command, comment in lines:
+        done = kata(*shlex.split(command)[1:], "--format", "json")
+        assert done.returncode == 0, (command, done.stderr)
+        statuses = {s["status"] for s in json.loads(done.stdout)["steps"]}
+        assert statuses == ({"not_started"} if "not started" in comment else {"passed"}), (command, statuses)
+    assert "`grade` exits 0 whenever it produced a report" in readme and "exits 1 until every step" in readme
+    assert kata("check", "--path", "exercises").returncode == 1
+
+
 def test_check_exit_code_follows_the_steps(tmp_path: Path) -> None:
     ws = tmp_path / "exercises"
     shutil.copytree(ROOT / "exercises", ws)
