@@ -13,6 +13,7 @@ from grader import i18n, limits
 from grader.cli_args import (
     EXIT_INFRA,
     EXIT_INTERRUPTED,
+    EXIT_USAGE,
     cannot_write,
     complete_steps,
     fail,
@@ -431,7 +432,10 @@ def steps(obj: dict) -> None:
 @click.option("--out", type=click.Path(path_type=Path, file_okay=False), required=True,
               help="Where the gradebook, reports, feedback and the index go.")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Parallel graders (default: all cores).")
-@click.option("--resume", is_flag=True, help="Keep what OUT's index already holds; grade only what is missing.")
+@click.option("--resume", is_flag=True, help="Keep what OUT's index already holds; grade only what is missing. Give "
+              "the key and settings the run was started with: under others it is refused, before grading.")
+@click.option("--regrade", is_flag=True, help="Grade everything again into OUT, replacing what it holds, whatever key "
+              "and settings graded it.")
 @click.option("--secret", envvar="ATTN_KATA_SECRET", default=None, callback=secret_value,
               help="Key for the hidden cases, or @FILE holding it (or ATTN_KATA_SECRET).")
 @click.option("--timeout", type=TIMEOUT, default=DEFAULT_TIMEOUT, show_default=True,
@@ -441,14 +445,16 @@ def steps(obj: dict) -> None:
 @click.option("--allow-weak-sandbox", is_flag=True, help="With a secret: grade even where `attn-kata doctor` "
               "finds a needed sandbox layer missing (scores may then be gamed).")
 @click.pass_obj
-def batch(obj: dict, directory: Path, out: Path, jobs: int | None, resume: bool, secret: str | None,
+def batch(obj: dict, directory: Path, out: Path, jobs: int | None, resume: bool, regrade: bool, secret: str | None,
           timeout: float, quiet: bool, allow_weak_sandbox: bool, steps: tuple[str, ...]) -> None:
     """Grade every submission in DIRECTORY (folders, .py, .ipynb, LMS zip exports) into OUT.
 
-    Exit 0 when every submission got a report, 1 when some could not be graded (listed).
+    Exit 0 when every submission got a report, 1 when some could not be graded (listed), 2 when OUT holds results
+    graded under another key or other settings (nothing is graded or written; --regrade replaces them).
     """
     from grader.instructor import console
-    from grader.instructor.batch import GradingUnavailable
+    from grader.instructor.batch import GradingUnavailable, ResumeRefused
+    from grader.render.terminal import plain
 
     need_input(directory)
     if not directory.is_dir():
@@ -458,15 +464,18 @@ def batch(obj: dict, directory: Path, out: Path, jobs: int | None, resume: bool,
     try:
         result = console.batch(directory=directory, out=out, jobs=jobs, resume=resume, secret=secret, timeout=timeout,
                            lang=obj["lang"], quiet=quiet, allow_weak_sandbox=allow_weak_sandbox,
-                           steps=step_ids(steps) or None)
+                           steps=step_ids(steps) or None, regrade=regrade)
+    except ResumeRefused as exc:  # before anything was graded or written
+        click.echo(plain(str(exc), newlines=True), err=True)
+        sys.exit(EXIT_USAGE)
     except KeyboardInterrupt:
         click.echo(_("interrupted: what was graded is kept in {out}/index.sqlite; run the same command with --resume "
-                     "to finish").format(out=out), err=True)
+                     "(and the same --secret) to finish").format(out=out), err=True)
         sys.exit(EXIT_INTERRUPTED)
     except GradingUnavailable as exc:  # the grader's own failure: never recorded as a score
         click.echo(_("attn-kata: grader infrastructure error ({error}): what was graded is kept in "
-                     "{out}/index.sqlite; run the same command with --resume to finish").format(error=exc, out=out),
-                   err=True)
+                     "{out}/index.sqlite; run the same command with --resume (and the same --secret) to finish")
+                   .format(error=exc, out=out), err=True)
         sys.exit(EXIT_INFRA)
     except OSError as exc:  # OUT cannot be written
         cannot_write(out, exc)

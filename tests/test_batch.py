@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
@@ -85,10 +86,22 @@ def test_batch_writes_one_record_per_submission(uninterrupted: tuple[Path, subpr
     assert "Score:" in (out / "feedback" / "student003.txt").read_text(encoding="utf-8")
     db = sqlite3.connect(out / "index.sqlite")
     cols = [r[1] for r in db.execute("PRAGMA table_info(results)")]
-    rows_db = db.execute("SELECT secret_hash, report FROM results").fetchall()
+    rows_db = db.execute("SELECT key_fingerprint, report FROM results").fetchall()
     assert "secret" not in cols
     assert len(rows_db) == 8
-    assert all("s3cret" not in sh and "s3cret" not in rep for sh, rep in rows_db)
+    # the key's fingerprint (an HMAC of it), recorded by the index, every report, the summary and the gradebook
+    fp = gradebook.key_fingerprint("s3cret")
+    assert len(fp) == 16 and fp != gradebook.key_fingerprint("s3cret2") != gradebook.NO_KEY
+    settings = {"key_fingerprint": fp, "timeout": 10.0, "steps": "all", "grader_version": reports[
+        "student000.json"]["grader_version"]}
+    assert all(sh == fp and "s3cret" not in rep for sh, rep in rows_db)
+    assert json.loads(db.execute("SELECT value FROM meta WHERE name = 'settings'").fetchone()[0]) == settings
+    assert summary["settings"] == settings
+    assert all(r["settings"] == settings for r in reports.values())
+    assert {(r["key_fingerprint"], r["timeout"], r["grader_version"]) for r in rows} == {
+        (fp, "10", settings["grader_version"])}
+    for f in out.rglob("*"):  # the key itself is nowhere in OUT
+        assert not f.is_file() or b"s3cret" not in f.read_bytes(), f
 
 
 def test_sigkill_then_resume_gives_identical_reports(klass: Path, tmp_path: Path,
@@ -123,6 +136,136 @@ def test_sigkill_then_resume_gives_identical_reports(klass: Path, tmp_path: Path
     assert _reports(out) == _reports(full_out)
     assert (out / "gradebook.csv").read_text(encoding="utf-8") == (full_out / "gradebook.csv").read_text(
         encoding="utf-8")
+
+
+def _snapshot(out: Path) -> dict[str, object]:
+    """What OUT holds as its readers see it: every file's bytes, the index by its rows (SQLite folds a write-ahead
+    log left by a killed run into the file when it is opened: the same rows)."""
+    files: dict[str, object] = {str(f.relative_to(out)): f.read_bytes() for f in sorted(out.rglob("*"))
+                                if f.is_file() and not f.name.startswith("index.sqlite")}
+    with contextlib.closing(sqlite3.connect(out / "index.sqlite")) as db:
+        files["index.sqlite"] = (sorted(db.execute("SELECT key, key_fingerprint, report FROM results")),
+                                 sorted(db.execute("SELECT name, value FROM meta")))
+    return files
+
+
+def _key_file(tmp_path: Path, key: str = "s3cret") -> str:
+    f = tmp_path / f"{key}.key"
+    f.write_text(key + "\n")
+    return f"@{f}"
+
+
+def _without_key(*args: str) -> subprocess.CompletedProcess:
+    env = {**{k: v for k, v in os.environ.items() if k != "ATTN_KATA_SECRET"}, "OMP_NUM_THREADS": "1",
+           "COLUMNS": "200"}
+    return run_in_process("--lang", "en", *args, cwd=ROOT, env=env)
+
+
+@pytest.mark.parametrize("attack", ["no key", "another key", "another time-out", "other steps",
+                                    "a fresh run with no key"])
+def test_a_resume_under_other_settings_is_refused_before_grading(attack: str, klass: Path, tmp_path: Path,
+                                                                 uninterrupted: tuple[Path, subprocess.CompletedProcess]
+                                                                 ) -> None:
+    """Issue 35: after `batch --secret @course.key` and a Ctrl-C, the README's own `--resume` line (no --secret)
+    graded every submission again without the key and replaced the gradebook, the reports and the feedback, saying
+    nothing. Now a resume, or a fresh run into the same OUT, under no key, another key, another time-out or other
+    steps is refused before anything is graded: it names both fingerprints (or both settings) and the fix, exits 2,
+    and OUT is exactly as it was. (The honest twin: the next test, and test_sigkill_then_resume_gives_identical_*.)"""
+    full_out, _ = uninterrupted
+    out = tmp_path / "out"
+    shutil.copytree(full_out, out)
+    before = _snapshot(out)
+    fp = gradebook.key_fingerprint("s3cret")
+    args = {"no key": ["--resume"], "another key": ["--resume", "--secret", _key_file(tmp_path, "0ther-k3y")],
+            "another time-out": ["--resume", "--secret", _key_file(tmp_path), "--timeout", "5"],
+            "other steps": ["--resume", "--secret", _key_file(tmp_path), "--step", "softmax", "--step", "dot_scores"],
+            "a fresh run with no key": []}[attack]
+    proc = _without_key("batch", str(klass), "--out", str(out), *args)
+    said = proc.stderr.replace("\n", " ")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "nothing was graded or written" in said and "--regrade" in said and "a new --out" in said, said
+    assert "Traceback" not in said and "grading" not in proc.stdout + said.replace("graded", ""), said
+    if attack in ("no key", "a fresh run with no key"):
+        assert f"key fingerprint: {fp} in {out}, none (no key) in this run" in said, said
+        assert "--resume --secret @course.key" in said, said
+    elif attack == "another key":
+        assert f"key fingerprint: {fp} in {out}, {gradebook.key_fingerprint('0ther-k3y')} in this run" in said, said
+        assert "--resume --secret @course.key" in said, said
+    elif attack == "another time-out":
+        assert f"time-out per step (s): 10 in {out}, 5 in this run" in said and "--resume --timeout 10" in said, said
+        assert "key fingerprint" not in said, said  # the key matches: only what differs is named
+    else:
+        assert f"steps: all in {out}, dot_scores,softmax in this run" in said, said
+    assert "s3cret" not in proc.stdout + proc.stderr and "0ther-k3y" not in proc.stdout + proc.stderr  # never a key
+    assert _snapshot(out) == before
+
+
+def test_a_resume_with_the_course_key_resumes(klass: Path, tmp_path: Path,
+                                              uninterrupted: tuple[Path, subprocess.CompletedProcess]) -> None:
+    """The honest twin: the same key (from its file this time, no ATTN_KATA_SECRET) and the same settings resume
+    the run: the one result missing from the index is graded, the rest come from it, and every report is the
+    uninterrupted run's."""
+    full_out, _ = uninterrupted
+    out = tmp_path / "out"
+    shutil.copytree(full_out, out)
+    with contextlib.closing(sqlite3.connect(out / "index.sqlite", isolation_level=None)) as db:
+        db.execute("DELETE FROM results WHERE rowid = (SELECT MIN(rowid) FROM results)")
+    proc = _without_key("batch", str(klass), "--out", str(out), "--resume", "--secret", _key_file(tmp_path))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    said = (proc.stdout + proc.stderr).replace("\n", " ")
+    assert "resuming: 7 of 8 already graded" in said and "1 graded now, 7 from the index" in said, said
+    assert _reports(out) == _reports(full_out)
+    assert (out / "gradebook.csv").read_bytes() == (full_out / "gradebook.csv").read_bytes()
+
+
+def test_regrade_is_the_one_way_to_grade_again_under_other_settings(tmp_path: Path) -> None:
+    """--regrade grades everything again into OUT, whatever key graded it, and records the new settings; a resume
+    after it resumes that run; --resume with --regrade is refused (one keeps, the other replaces)."""
+    d, out = tmp_path / "class", tmp_path / "out"
+    d.mkdir()
+    (d / "alice.py").write_bytes((ROOT / "tests" / "fixtures" / "correct" / "book_verbatim.py").read_bytes())
+    (d / "bob.py").write_text("x = 1\n")
+    steps = ("--step", "dot_scores", "--jobs", "1")
+    first = _run(["batch", str(d), "--out", str(out), *steps])  # with the key (ATTN_KATA_SECRET)
+    assert first.returncode == 0, first.stdout + first.stderr
+    keyed = _snapshot(out)
+    refused = _without_key("batch", str(d), "--out", str(out), "--resume", *steps)
+    assert refused.returncode == 2 and _snapshot(out) == keyed, refused.stderr
+    both = _without_key("batch", str(d), "--out", str(out), "--resume", "--regrade", *steps)
+    assert both.returncode == 2 and "choose one" in both.stderr and _snapshot(out) == keyed, both.stderr
+    again = _without_key("batch", str(d), "--out", str(out), "--regrade", *steps)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "2 graded now, 0 from the index" in again.stdout.replace("\n", " "), again.stdout
+    rows = {r["student"]: r for r in csv.DictReader(io.StringIO((out / "gradebook.csv").read_text(encoding="utf-8")))}
+    assert {s: (r["total"], r["key_fingerprint"]) for s, r in rows.items()} == {"alice": ("5", "none"),
+                                                                               "bob": ("0", "none")}
+    assert json.loads((out / "summary.json").read_text(encoding="utf-8"))["settings"]["key_fingerprint"] == "none"
+    assert {r["settings"]["key_fingerprint"] for r in _reports(out).values()} == {"none"}
+    resumed = _without_key("batch", str(d), "--out", str(out), "--resume", *steps)
+    assert resumed.returncode == 0 and "0 graded now, 2 from the index" in resumed.stdout.replace("\n", " "), (
+        resumed.stdout + resumed.stderr)
+
+
+def test_an_index_that_cannot_say_its_settings_is_never_replaced(tmp_path: Path) -> None:
+    """An index from an older grader (no recorded settings) is refused by --resume and by a fresh run (--regrade
+    replaces it); a file at OUT/index.sqlite that is no index is refused even by --regrade, and left as it was."""
+    d, out = tmp_path / "class", tmp_path / "out"
+    d.mkdir()
+    (d / "bob.py").write_text("x = 1\n")
+    out.mkdir()
+    with contextlib.closing(sqlite3.connect(out / "index.sqlite", isolation_level=None)) as db:
+        db.execute("CREATE TABLE results (key TEXT PRIMARY KEY, content_hash TEXT NOT NULL, grader_version TEXT NOT "
+                   "NULL, secret_hash TEXT NOT NULL, report TEXT NOT NULL, seconds REAL, graded_at REAL)")
+        db.execute("INSERT INTO results VALUES ('k', 'c', '0.1', 'h', '{}', 1.0, 0.0)")
+    for args in (["--resume"], []):
+        proc = _run(["batch", str(d), "--out", str(out), "--step", "dot_scores", *args])
+        assert proc.returncode == 2 and "older grader" in proc.stderr and "--regrade" in proc.stderr, proc.stderr
+        assert sorted(p.name for p in out.iterdir()) == ["index.sqlite"]
+    (out / "index.sqlite").write_bytes(b"my notes, not an index\n" * 100)
+    proc = _run(["batch", str(d), "--out", str(out), "--step", "dot_scores", "--regrade"])
+    assert proc.returncode == 2 and "is not a batch index" in proc.stderr, proc.stderr
+    assert (out / "index.sqlite").read_bytes() == b"my notes, not an index\n" * 100
+    assert sorted(p.name for p in out.iterdir()) == ["index.sqlite"]
 
 
 def test_resume_writes_the_report_of_a_late_copy(klass: Path, tmp_path: Path,
@@ -325,8 +468,9 @@ def test_rejected_submission_gets_a_record_and_the_batch_says_so(tmp_path: Path)
 
 
 def test_csv_cells_are_escaped_against_formula_injection() -> None:
-    for bad in ("=HYPERLINK(1)", "+1", "-1+2", "@SUM(A1)", "\tx", "\rx"):
+    for bad in ("=HYPERLINK(1)", "+1", "-1+2", "@SUM(A1)"):
         assert gradebook.csv_cell(bad) == "'" + bad
+    assert gradebook.csv_cell("\tx") == "\\x09x" and gradebook.csv_cell("\r=x") == "\\x0d=x"  # escaped: no formula
     assert gradebook.csv_cell("alice") == "alice"
     assert gradebook.csv_cell(3.5) == 3.5
 
@@ -340,7 +484,9 @@ def test_csv_cells_show_control_characters_as_escapes() -> None:
     assert cell == "\\x1b]0;T\\x07\\x1b[31mred\\x9b0m\\u202etxt.py\\udcff"
     assert cell.isprintable() and cell.encode()
     assert gradebook.csv_cell("\x1b=cmd") == "\\x1b=cmd" and gradebook.csv_cell("=A1\x07") == "'=A1\\x07"
-    assert gradebook.csv_cell("Zoë 张伟\tx\r\n") == "Zoë 张伟\tx\r\n"  # text, and what csv quotes, as it is
+    # tab, CR and LF too: a line-based importer splits rows on them (issue 35); text, and what csv quotes, as it is
+    assert gradebook.csv_cell("Zoë 张伟\tx\r\n") == "Zoë 张伟\\x09x\\x0d\\x0a"
+    assert gradebook.csv_cell('O\'Brien, "Al"') == 'O\'Brien, "Al"'
 
 
 def test_student_names_from_lms_file_names() -> None:

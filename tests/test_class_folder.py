@@ -527,6 +527,44 @@ def test_every_row_has_its_own_student_name(tmp_path: Path) -> None:
         "bob (2)": "submissions.zip/bob (2)_1_2_x.py"}
 
 
+def test_names_that_collide_only_after_normalisation_get_distinct_stable_names(tmp_path: Path) -> None:
+    """Issue 35: `José.py` typed on Linux (NFC: é is U+00E9) and on a Mac (NFD: e + U+0301), and `JOSÉ.ipynb`, were
+    three rows that print alike: an LMS import that normalises names keeps one of the three scores. A student's
+    identity is the NFC-normalised, case-folded name: each row gets its own visible name (a suffix), the same on every
+    run, with its own report and feedback, and the run's output (the terminal and summary.json) names every upload
+    of the name. The honest twin: a lone NFD `Zoë` is plain `Zoë`, listed nowhere."""
+    d = tmp_path / "class"
+    d.mkdir()
+    nfc, nfd = "Jos\u00e9", "Jose\u0301"
+    (d / f"{nfc}.py").write_bytes(BOOK.read_bytes())
+    (d / f"{nfd}.py").write_bytes(b"x = 1\n")
+    (d / "JOS\u00c9.ipynb").write_text(submissions.notebook_source())
+    (d / "Zoe\u0308.py").write_bytes(BOOK.read_bytes())
+    assert len({p.name for p in d.iterdir()}) == 4  # the file system keeps both spellings apart
+    names = [(e.student, e.source) for e in discovery.discover(d, tmp_path / "x" / ".staging")]
+    assert names == [("JOSÉ", "JOSÉ.ipynb"), ("José (2)", f"{nfd}.py"), ("José (3)", f"{nfc}.py"),
+                     ("Zoë", "Zoe\u0308.py")]
+    assert [(e.student, e.source) for e in discovery.discover(d, tmp_path / "y" / ".staging")] == names  # stable
+    out = tmp_path / "out"
+    proc = _run(["batch", str(d), "--out", str(out), "--jobs", "1", "--step", "all_tokens"])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = _rows(out)
+    assert {k: (r["submission"], r["total"]) for k, r in rows.items()} == {
+        "JOSÉ": ("JOSÉ.ipynb", "5"), "José (2)": (f"{nfd}.py", "0"), "José (3)": (f"{nfc}.py", "5"),
+        "Zoë": ("Zoe\u0308.py", "5")}
+    assert len({discovery.identity(k) for k in rows}) == 4
+    assert sorted(p.name for p in (out / "feedback").iterdir()) == ["JOSÉ.txt", "José (2).txt", "José (3).txt",
+                                                                    "Zoë.txt"]
+    said = " ".join(proc.stdout.split())
+    assert ("3 uploads give one name (case and Unicode spelling aside); each row has its own: JOSÉ (JOSÉ.ipynb), "
+            "José (2) (Jose\\u0301.py), José (3) (José.py)") in said, said
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    assert summary["name_collisions"] == [[
+        {"student": "JOSÉ", "source": "JOSÉ.ipynb", "spelled": "JOSÉ.ipynb"},
+        {"student": "José (2)", "source": f"{nfd}.py", "spelled": "Jose\\u0301.py"},
+        {"student": "José (3)", "source": f"{nfc}.py", "spelled": f"{nfc}.py"}]]
+
+
 def test_a_folders_code_is_capped_together(tmp_path: Path) -> None:
     """Each file was capped at 2 MiB, a folder's helper modules not at all: every trusted reading of the text grew
     with them (red team 12). The folder's code together is held to the cap, and so is the number of helpers."""

@@ -99,7 +99,8 @@ def test_the_golden_files_say_what_they_should() -> None:
     assert [t["extra_data"]["id"] for t in results["tests"]] == ids
     assert "causal_mask.future_weights_zero" in ids
     rows = (GOLDEN / "gradebook.csv").read_text(encoding="utf-8").splitlines()
-    assert rows[0] == "student,submission,dot_scores,softmax,causal_mask,total,max_score,status,reason"
+    assert rows[0] == ("student,submission,dot_scores,softmax,causal_mask,total,max_score,status,reason,"
+                       "key_fingerprint,timeout,grader_version")
     assert any(r.startswith("broken,broken.py,,,,0,") and ",unreadable," in r for r in rows)
     assert json.loads((GOLDEN / "summary.json").read_text(encoding="utf-8"))["statuses"] == {"graded": 2,
                                                                                              "unreadable": 1}

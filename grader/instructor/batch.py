@@ -4,15 +4,19 @@ run_batch reads as its steps: discover (grader.instructor.discovery: one entry p
 cannot be graded gets its status without running anything), pending (what the index lacks), grade_groups
 (the pool of grading processes), final_records (one record per submission), write_outputs
 (grader.instructor.gradebook: the gradebook, feedback and summary); the staging folder is removed at the end.
+Before any of it, check_out refuses an OUT whose results were graded under other settings (another key, no key,
+another time-out, other steps, another grader), which this run would replace: only --regrade replaces them.
 
 Layout of OUT:
-  index.sqlite        results keyed by sha256(content hash, grader version, secret hash, steps); never the
-                      secret. A result is kept unworded (grader.i18n.to_data): a run in another language
+  index.sqlite        results keyed by sha256(content hash, the run's settings), and the settings (gradebook.
+                      RunSettings: the key's fingerprint, never the key; time-out; steps; grader version). A
+                      result is kept unworded (grader.i18n.to_data): a run in another language
                       (`--lang zh --resume`) words the same results instead of grading them again
-  gradebook.csv       one row per student, one column per step, the total (cells escaped for spreadsheets)
-  reports/NAME.json   one report per submission (grader/report.py, schema_version 1)
+  gradebook.csv       one row per student, one column per step, the total, the settings (cells escaped)
+  reports/NAME.json   one report per submission (grader/report.py, schema_version 1), with the settings
   feedback/NAME.txt   plain-language feedback per student
-  summary.json        per step: mean, share of full marks, most common failed check
+  summary.json        per step: mean, share of full marks, most common failed check; the settings; the names
+                      that collided (discovery.collisions)
   .staging/           archives extracted while the batch runs (checked first; removed at the end)
 
 The learner's code runs only in workers forked by the zygote (grader.pool.session). The trusted grading
@@ -52,16 +56,22 @@ from grader.instructor.discovery import (
     TOO_LARGE,
     UNREADABLE,
     Entry,
+    collisions,
     content_hash,
     discover,
+    escape_controls,
+    spelled,
 )
 from grader.instructor.gradebook import (
+    NO_KEY,
     Index,
+    IndexUnreadable,
+    RunSettings,
     class_summary,
     feedback_text,
     gradebook_csv,
+    recorded_settings,
     result_key,
-    secret_hash,
 )
 from grader.report import Report, clean
 from grader.sandbox.framing import send_msg
@@ -212,6 +222,8 @@ class BatchResult:
     summary: dict[str, Any]
     out: Path
     statuses: dict[str, str] = field(default_factory=dict)  # student -> status, for all but "graded"
+    # uploads whose own names are one student's (case, Unicode normalisation aside): [[(student, source), ...]]
+    collisions: list[list[tuple[str, str]]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -228,6 +240,84 @@ class GradingUnavailable(Exception):
 
 class WeakSandboxError(GradingUnavailable):
     """Grading with a secret needs sandbox layers this machine does not provide (`attn-kata doctor`)."""
+
+
+class ResumeRefused(Exception):
+    """OUT holds results graded under other settings (another key, no key, another time-out, ...), or results
+    whose settings cannot be known: this run would replace them. Raised before anything is graded or written."""
+
+
+SETTING_NAMES = {"key_fingerprint": N_("key fingerprint"), "timeout": N_("time-out per step (s)"),
+                 "steps": N_("steps"), "grader_version": N_("grader version")}
+
+
+def _shown_setting(name: str, value: Any) -> str:
+    if name == "key_fingerprint" and value == NO_KEY:
+        return _("none (no key)")
+    if name == "timeout" and isinstance(value, int | float):
+        return f"{value:g}"
+    return "?" if value is None else str(value)
+
+
+def _fix_flags(differences: list[tuple[str, Any, Any]]) -> str:
+    """The flags that give a run the settings it differs in, as OUT recorded them (the key as a file: the course's)."""
+    flags = []
+    for name, was, _now in differences:
+        if name == "key_fingerprint" and was != NO_KEY:
+            flags.append("--secret @course.key")
+        elif name == "timeout" and isinstance(was, int | float):
+            flags.append(f"--timeout {was:g}")
+        elif name == "steps" and isinstance(was, str) and was != "all":
+            flags += [f"--step {s}" for s in was.split(",")]
+    return " ".join(flags)
+
+
+def check_out(out: Path, settings: RunSettings, *, resume: bool, regrade: bool) -> None:
+    """Refuse (ResumeRefused), before anything is graded or written, a run that would replace results in OUT that it
+    did not produce under the same settings: a --resume, or a fresh run, over an index recorded under another key,
+    no key, another time-out, other steps or another grader, or over an index that recorded none. --regrade is the
+    one way to grade again into OUT; a fresh run under the same settings grades again, as it always did."""
+    if resume and regrade:
+        raise ResumeRefused(_("attn-kata: --resume keeps what {out} holds and --regrade replaces it: choose one")
+                            .format(out=out))
+    try:
+        recorded, held = recorded_settings(out / "index.sqlite")
+    except IndexUnreadable as exc:  # even --regrade: a file no batch wrote is never replaced
+        raise ResumeRefused(_("attn-kata: {out}/index.sqlite is not a batch index ({error}); nothing was graded or "
+                              "written. Grade into a new --out, or move that file away.").format(
+            out=out, error=exc)) from None
+    if regrade:
+        return
+    if recorded is None:
+        if held:
+            raise ResumeRefused(_("attn-kata: {out}/index.sqlite holds {n} results from an older grader, which did "
+                                  "not record the key and settings they were graded under; nothing was graded or "
+                                  "written. Grade into a new --out, or pass --regrade to grade everything again "
+                                  "into {out}.").format(out=out, n=held))
+        return
+    differences = settings.differences(recorded)
+    if not differences:
+        return
+    lines = [_("attn-kata: {out} holds results graded under other settings, which this run would replace; nothing "
+               "was graded or written.").format(out=out)]
+    for name, was, now in differences:
+        lines.append("  " + _("{setting}: {recorded} in {out}, {now} in this run").format(
+            setting=_(SETTING_NAMES.get(name, name)), recorded=_shown_setting(name, was), out=out,
+            now=_shown_setting(name, now)))
+    flags = _fix_flags(differences)
+    versions = any(name == "grader_version" for name, _was, _now in differences)
+    if versions:
+        lines.append(_("Another grader graded {out}: grade into a new --out, or pass --regrade to grade everything "
+                       "again into {out}.").format(out=out))
+    elif resume:
+        lines.append(_("To finish that run, resume it as it was started ({flags}); or grade into a new --out, or "
+                       "pass --regrade to grade everything again into {out}.").format(
+            flags=f"--resume {flags}".strip(), out=out))
+    else:
+        lines.append(_("To finish that run, add --resume with its settings ({flags}); or grade into a new --out, or "
+                       "pass --regrade to grade everything again into {out}.").format(
+            flags=f"--resume {flags}".strip(), out=out))
+    raise ResumeRefused("\n".join(lines))
 
 
 class _Grader:
@@ -319,29 +409,34 @@ def _grade_in_pool(chunks: list[list[tuple[int, str]]], jobs: int, settings: dic
 def run_batch(*, directory: str | Path, out: str | Path, jobs: int | None = None, resume: bool = False,
               secret: str | None = None, timeout: float | None = None, lang: str = "en",
               progress: Callable[[int], Any] | None = None, start: Callable[[int, int, int], Any] | None = None,
-              allow_weak_sandbox: bool = False, steps: list[str] | None = None) -> BatchResult:
+              allow_weak_sandbox: bool = False, steps: list[str] | None = None, regrade: bool = False) -> BatchResult:
     """Grade every submission in `directory` into `out` (only `steps`, when given). `start(total, not_to_grade,
-    from_the_index)` and `progress(n_done_now)` let a caller draw a progress bar and say whether it resumes."""
+    from_the_index)` and `progress(n_done_now)` let a caller draw a progress bar and say whether it resumes.
+    ResumeRefused, before anything is written, where OUT holds results graded under other settings (check_out);
+    `regrade` grades everything again into OUT whatever it holds."""
     t0 = time.monotonic()
     directory, out = Path(directory), Path(out)
     if not directory.is_dir():
         raise FileNotFoundError(f"{directory}: not a directory")
-    out.mkdir(parents=True, exist_ok=True)
     secret = resolve_secret(secret)
-    version, shash = grader_version(), secret_hash(secret)
+    # the key's fingerprint is computed here, in the trusted coordinating process: the key goes nowhere new
+    settings = RunSettings.of(secret, timeout if timeout is not None else DEFAULT_TIMEOUT, steps, grader_version())
+    check_out(out, settings, resume=resume, regrade=regrade)
+    out.mkdir(parents=True, exist_ok=True)
     staging = out / ".staging"
     if not resume:  # the zygote imports torch (~1.4 s) while this process discovers, screens and opens the index
         _start_zygote()
-    words = Outputs(out, lang)  # the only part of a batch that words anything: what it writes
+    words = Outputs(out, lang, settings)  # the only part of a batch that words anything: what it writes
     try:
         with i18n.deferred():  # the reasons for what cannot be graded, worded where they are written
             entries = discover(directory, staging)
-            # a result is indexed for the steps it covers, too
-            screen_entries(entries, version, shash, ",".join(steps) if steps else "")
+            screen_entries(entries, settings)  # a result is indexed under the settings it was graded with
         index = Index(out / "index.sqlite")
         try:
-            if not resume:
-                index.clear()
+            if resume:
+                index.record(settings)
+            else:
+                index.start(settings)
             indexed = index.keys()
             groups = pending(entries, indexed)
             # from the index: results of an earlier run (only with --resume: a fresh run cleared it), never the
@@ -349,7 +444,7 @@ def run_batch(*, directory: str | Path, out: str | Path, jobs: int | None = None
             reused = sum(1 for e in entries if e.key and e.key in indexed)
             if start:
                 start(len(entries), len(entries) - sum(len(g) for g in groups), reused)
-            failures = grade_groups(groups, index, version, shash, jobs=jobs, secret=secret, timeout=timeout,
+            failures = grade_groups(groups, index, settings, jobs=jobs, secret=secret, timeout=settings.timeout,
                                     progress=progress, allow_weak_sandbox=allow_weak_sandbox, steps=steps,
                                     on_report=words.report)
             reports = final_records(entries, index, failures, words)
@@ -358,16 +453,17 @@ def run_batch(*, directory: str | Path, out: str | Path, jobs: int | None = None
     finally:
         _stop_zygote()  # when nothing was left to grade, or discovery failed
         shutil.rmtree(staging, ignore_errors=True)  # OUT holds nothing but results
-    summary = write_outputs(entries, reports, out, steps)
+    summary = write_outputs(entries, reports, out, steps, settings)
     not_graded = {e.student: e.rejected for e in entries if reports.get(e.slug) is None}  # worded: Outputs
     return BatchResult(len(entries), len(groups), reused, len(entries),
                        not_graded, time.monotonic() - t0, summary, out,
-                       {e.student: e.status for e in entries if e.status != GRADED})
+                       {e.student: e.status for e in entries if e.status != GRADED},
+                       [[(e.student, e.source) for e in group] for group in collisions(entries)])
 
 
-def screen_entries(entries: list[Entry], version: str, shash: str, steps: str = "") -> None:
+def screen_entries(entries: list[Entry], settings: RunSettings) -> None:
     """Read each submission as text (nothing runs): what cannot be graded gets its status and one reason;
-    the rest get the key their result is indexed by (for `steps`, comma-separated: "" for all)."""
+    the rest get the key their result is indexed by (its content under `settings`)."""
     for e in entries:
         if e.path is None or e.rejected:
             e.status = e.status or REJECTED
@@ -379,7 +475,7 @@ def screen_entries(entries: list[Entry], version: str, shash: str, steps: str = 
             continue
         e.status, e.rejected = screen(e.path)
         if not e.rejected:
-            e.key = result_key(e.content_hash, version, shash, steps)
+            e.key = result_key(e.content_hash, settings)
 
 
 def screen(path: Path) -> tuple[str, str]:
@@ -417,7 +513,7 @@ def pending(entries: list[Entry], done: set[str]) -> list[list[Entry]]:
     return list(todo.values())
 
 
-def grade_groups(groups: list[list[Entry]], index: Index, version: str, shash: str, *,
+def grade_groups(groups: list[list[Entry]], index: Index, run: RunSettings, *,
                  jobs: int | None, secret: str, timeout: float | None,
                  progress: Callable[[int], Any] | None, allow_weak_sandbox: bool, steps: list[str] | None = None,
                  on_report: Callable[[list[Entry], Report], Any] | None = None) -> dict[str, str]:
@@ -447,7 +543,7 @@ def grade_groups(groups: list[list[Entry]], index: Index, version: str, shash: s
                 rep = Report.from_data(report)  # refused here (ValueError) if it is not one
                 if not again and any(s.detail == "timeout" for s in rep.steps):
                     timed_out.append(i)
-                index.put(group[0], version, shash, report, secs)  # as it came: unworded
+                index.put(group[0], run, report, secs)  # as it came: unworded
                 if on_report:
                     on_report(group, rep)
             if progress and not again:
@@ -478,20 +574,20 @@ class Outputs:
     """What a batch writes for each student, in the instructor's language (the edge: everything before it is
     unworded): the report JSON as each result arrives, then, once all are in, every record and its feedback."""
 
-    def __init__(self, out: Path, lang: str):
-        self.out, self.lang = out, lang
+    def __init__(self, out: Path, lang: str, settings: RunSettings | None = None):
+        self.out, self.lang, self.settings = out, lang, settings
         self.written: dict[str, dict[str, Any]] = {}  # the reports written as they came, worded, by slug
 
     def report(self, group: list[Entry], rep: Report) -> None:
         worded = rep.worded(self.lang).to_dict()
         for e in group:
-            self.written[e.slug] = _write_report(self.out, e, worded)
+            self.written[e.slug] = _write_report(self.out, e, worded, self.settings)
 
     def record(self, e: Entry, data: dict[str, Any]) -> dict[str, Any]:
         """The report of `e` as the class sees it (written now unless it was as it came), and its feedback."""
         rep = self.written.get(e.slug)
         if rep is None:
-            rep = _write_report(self.out, e, Report.from_data(data).worded(self.lang).to_dict())
+            rep = _write_report(self.out, e, Report.from_data(data).worded(self.lang).to_dict(), self.settings)
         write_atomic(self.out / "feedback" / f"{e.slug}.txt", feedback_text(e.student, rep, lang=self.lang))
         return rep
 
@@ -549,26 +645,36 @@ BUDGET_MESSAGES = (N_("not finished: this submission used up its time budget ({b
 
 
 def write_outputs(entries: list[Entry], reports: dict[str, dict[str, Any] | None], out: Path,
-                  steps: list[str] | None = None) -> dict[str, Any]:
-    """gradebook.csv and summary.json (each written atomically, for `steps` or every step); the summary."""
-    write_atomic(out / "gradebook.csv", gradebook_csv(entries, reports, steps))
+                  steps: list[str] | None = None, settings: RunSettings | None = None) -> dict[str, Any]:
+    """gradebook.csv and summary.json (each written atomically, for `steps` or every step); the summary, with the
+    settings it was graded under and the uploads whose names collided (each group, with the name each row got)."""
+    write_atomic(out / "gradebook.csv", gradebook_csv(entries, reports, steps, settings))
     summary = class_summary([r for r in reports.values() if r is not None], steps)
     summary.update(records=len(entries), total=len(entries),
                    gradable=sum(1 for e in entries if e.key),
                    statuses=dict(sorted(Counter(e.status for e in entries).items())),
-                   not_graded=[{"student": e.student, "source": e.source, "status": e.status, "reason": e.rejected}
-                               for e in entries if reports.get(e.slug) is None])
+                   not_graded=[{"student": e.student, "source": e.source, "status": e.status,
+                                "reason": escape_controls(str(e.rejected))}
+                               for e in entries if reports.get(e.slug) is None],
+                   name_collisions=[[{"student": e.student, "source": e.source, "spelled": spelled(e.source)}
+                                     for e in group] for group in collisions(entries)])
+    if settings is not None:
+        summary["settings"] = settings.to_dict()
     write_atomic(out / "summary.json", json.dumps(summary, ensure_ascii=False, indent=2))
     return summary
 
 
-def _labelled(e: Entry, report: dict[str, Any]) -> dict[str, Any]:
-    """The report as the class knows it: names from the upload, without their control characters."""
-    return {**report, "submission": clean(e.source), "student": clean(e.student)}
+def _labelled(e: Entry, report: dict[str, Any], settings: RunSettings | None = None) -> dict[str, Any]:
+    """The report as the class knows it: names from the upload, each one line (control characters as escapes), and
+    the settings it was graded under (the key's fingerprint, never the key)."""
+    labelled = {**report, "submission": clean(escape_controls(e.source)), "student": clean(escape_controls(e.student))}
+    if settings is not None:
+        labelled["settings"] = settings.to_dict()
+    return labelled
 
 
-def _write_report(out: Path, e: Entry, report: dict[str, Any]) -> dict[str, Any]:
-    rep = _labelled(e, report)
+def _write_report(out: Path, e: Entry, report: dict[str, Any], settings: RunSettings | None = None) -> dict[str, Any]:
+    rep = _labelled(e, report, settings)
     # one line, by json's C encoder: indent=2 would take the pure-Python encoder, ~5 ms a report
     write_atomic(out / "reports" / f"{e.slug}.json", json.dumps(rep, ensure_ascii=False))
     return rep

@@ -13,8 +13,9 @@ from grader.settings import DEFAULT_TIMEOUT
 
 def batch(*, directory: str | Path, out: str | Path, jobs: int | None = None, resume: bool = False,
           secret: str | None = None, timeout: float = DEFAULT_TIMEOUT, lang: str = "en", quiet: bool = False,
-          allow_weak_sandbox: bool = False, steps: list[str] | None = None):
-    """Grade every submission in `directory` into `out` (see grader.instructor.batch); returns a BatchResult."""
+          allow_weak_sandbox: bool = False, steps: list[str] | None = None, regrade: bool = False):
+    """Grade every submission in `directory` into `out` (see grader.instructor.batch); returns a BatchResult.
+    ResumeRefused, before anything is graded or written, where OUT holds results graded under other settings."""
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -35,7 +36,7 @@ def batch(*, directory: str | Path, out: str | Path, jobs: int | None = None, re
     console = Console(stderr=True)
     if quiet:
         result = run_batch(directory=directory, out=out, jobs=jobs, resume=resume, secret=secret, timeout=timeout,
-                           lang=lang, allow_weak_sandbox=allow_weak_sandbox, steps=steps)
+                           lang=lang, allow_weak_sandbox=allow_weak_sandbox, steps=steps, regrade=regrade)
     else:
         with i18n.using(lang):
             grading, left = _("grading"), _("left")
@@ -59,7 +60,7 @@ def batch(*, directory: str | Path, out: str | Path, jobs: int | None = None, re
         with bar:
             result = run_batch(directory=directory, out=out, jobs=jobs, resume=resume, secret=secret,
                                timeout=timeout, lang=lang, start=start, progress=progress,
-                               allow_weak_sandbox=allow_weak_sandbox, steps=steps)
+                               allow_weak_sandbox=allow_weak_sandbox, steps=steps, regrade=regrade)
         print_summary(result, Console(), lang)
     return result
 
@@ -74,6 +75,7 @@ def print_summary(result, console: Console, lang: str = "en") -> None:  # type: 
 def _print_summary(result, console: Console) -> None:  # type: ignore[no-untyped-def]
     from rich.table import Table
 
+    from grader.instructor.discovery import spelled
     from grader.render.terminal import plain, text
 
     s = result.summary
@@ -99,6 +101,10 @@ def _print_summary(result, console: Console) -> None:  # type: ignore[no-untyped
         console.print(text(_("{n} submissions hold code that studies the grader (no score changed; see flagged in "
                              "summary.json): {names}").format(
             n=len(flagged), names=", ".join(plain(f["submission"]) for f in flagged)), style="yellow"))
+    for group in getattr(result, "collisions", None) or []:  # one line per name that several uploads share
+        console.print(text(_("{n} uploads give one name (case and Unicode spelling aside); each row has its own: "
+                             "{names}").format(n=len(group), names=", ".join(
+            f"{plain(student)} ({plain(spelled(source))})" for student, source in group))), style="yellow")
     budget = [student for student, status in result.statuses.items() if status == "over_budget"]
     if budget:
         console.print(text(_("{n} used up their time budget (graded on what finished): {names}").format(

@@ -9,8 +9,13 @@ Rules (docs/design.md):
   DIR's one upload, or its own name is an export's (`submissions.zip`, `gradebook_...`, `canvas_export.zip`), and
   it is not named like one student's upload (`smithalice_1_2_x.zip`), and it holds two or more LMS-named
   uploads; any other zip is one student's upload, so a student's zip never gives rows under classmates' names;
-- every entry's student name is unique (case aside): a repeated name gets ` (n)`, n the first that no other
-  upload's name is (a student may be called `bob (2)`), and its reports and feedback files follow;
+- a student's identity is the name NFC-normalised and case-folded (`identity`): two uploads whose names differ
+  only in case or in Unicode normalisation (NFC and NFD spellings of José) are two students of the same name, as an
+  LMS import that normalises names sees them. Every entry's student name is unique by that identity: a repeated
+  name gets ` (n)`, n the first that no other upload's name is (a student may be called `bob (2)`), and its reports
+  and feedback files follow; the names that collided are listed (`collisions`) in the run's output;
+- every name shown (student, source) is one line of printable text (`label`): control characters, CR, LF and tab
+  included, are written as escapes (`\\x0a`), so no spreadsheet, importer or terminal acts on them;
 - a workspace (a folder of step files like `exercises/`: grader.submission's one rule) is found at any depth;
   otherwise one notebook, else one module, else one archive; two candidates of the same kind are reported as
   ambiguous, not guessed;
@@ -29,6 +34,7 @@ import os
 import re
 import shutil
 import stat
+import unicodedata
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -76,6 +82,7 @@ class Entry:
     slug: str = ""  # file-name-safe unique name for reports/feedback
     key: str = ""
     status: str = ""  # set when it is not graded (one of the statuses above)
+    given: str = ""  # the name its upload gave, before name_entries made it unique ("" until then)
 
 
 @dataclass
@@ -119,6 +126,43 @@ def student_name(name: str) -> str:
             break
     m = LMS_NAME.match(stem + "_")
     return (m.group(1) if m else stem).strip() or stem
+
+
+# what a terminal, a spreadsheet or a line-based importer (which splits rows on CR and LF) may act on rather than
+# show: every C0 control (tab, CR and LF included), DEL, C1, the bidi controls, the Unicode line and paragraph
+# separators, and lone surrogates (a file name that is not UTF-8), which UTF-8 cannot even write
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]")
+
+
+def _escape(m: re.Match[str]) -> str:
+    c = ord(m.group())
+    return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
+
+
+def escape_controls(text: str) -> str:
+    """`text` as one line of printable text: every control character written as an escape (`\\x0a`, `\\u202e`)."""
+    if text.isascii() and text.isprintable():
+        return text
+    return _CONTROL.sub(_escape, text)
+
+
+def label(name: str) -> str:
+    """A name from the file system as every output shows it: bytes that are not UTF-8 as `\\xff` (ingest.shown),
+    control characters as escapes, the whole NFC-normalised (one spelling of José, whatever the uploader's OS)."""
+    return unicodedata.normalize("NFC", escape_controls(shown(name)))
+
+
+def identity(name: str) -> str:
+    """Who a name says a student is: NFC-normalised and case-folded (`José`, `JOSE\u0301` and `josé` are one)."""
+    return unicodedata.normalize("NFC", unicodedata.normalize("NFC", name).casefold())
+
+
+def spelled(name: str) -> str:
+    """`name` with what makes two look-alike spellings differ made visible: a name that is not NFC (José typed
+    as e + U+0301) shows its combining marks as escapes (`Jose\\u0301`); an NFC name as it is."""
+    if unicodedata.is_normalized("NFC", name):
+        return name
+    return "".join(f"\\u{ord(c):04x}" if unicodedata.combining(c) else c for c in name)
 
 
 def slugify(name: str) -> str:
@@ -286,7 +330,7 @@ def unwrap(p: Path) -> Path:
 
 def upload(student: str, source: str, path: Path, staging: Path) -> Entry:
     """Exactly one entry for one student's upload (a folder, a file or an archive), named by the upload."""
-    student, source = shown(student), shown(source)
+    student, source = label(student), escape_controls(shown(source))  # source: the real spelling, one line
     k = kind(path)
     if k == "link":
         return Entry(student, source, rejected=_("is a symbolic link"), status=REJECTED)
@@ -302,9 +346,9 @@ def upload(student: str, source: str, path: Path, staging: Path) -> Entry:
         return Entry(student, source, rejected=found.reason, status=found.status)
     inner = source
     if path not in (found.path, *found.path.parents):  # inside an archive: name the member it found
-        inner = f"{source}/{shown(found.path.name)}" if kind(found.path) == "file" else source
+        inner = f"{source}/{escape_controls(shown(found.path.name))}" if kind(found.path) == "file" else source
     elif found.path != path:
-        inner = f"{source}/{shown(str(found.path.relative_to(path)))}"
+        inner = f"{source}/{escape_controls(shown(str(found.path.relative_to(path))))}"
     return Entry(student, inner, found.path)
 
 
@@ -364,26 +408,37 @@ def _is_upload(c: Path, real: Path, skip: set[Path]) -> bool:
 
 
 def name_entries(entries: list[Entry]) -> None:
-    """A unique student name (case aside: an LMS import may ignore it) and slug for every entry. A repeated name
-    gets ` (n)`, n the first that leaves both unique: not only among the same name's repeats but among every
-    upload's own name (`bob (2).py` is somebody's), so two rows never share a name. The slug (reports/feedback
+    """A unique student name and slug for every entry, unique by `identity` (case and Unicode normalisation aside:
+    an LMS import may ignore both). A repeated name gets ` (n)`, n the first that leaves both unique: not only among
+    the same name's repeats but among every upload's own name (`bob (2).py` is somebody's), so two rows never share
+    a name. Uploads are in sorted order, so the same folder always gives the same names. The slug (reports/feedback
     file names) carries the same n, so `bob (3)`'s feedback is `bob (3).txt`; a slug's base has no parentheses,
-    so a suffixed slug never meets a plain one."""
-    names = {e.student.casefold() for e in entries}
+    so a suffixed slug never meets a plain one. Each entry keeps the name its upload gave (`given`)."""
+    names = {identity(e.student) for e in entries}
     used: set[str] = set()
     slugs: set[str] = set()
     for e in entries:
+        e.given = e.given or e.student
         base, n = slugify(e.student), 1
         while True:
             student = e.student if n == 1 else f"{e.student} ({n})"
             slug = base if n == 1 else f"{base} ({n})"
-            if (n == 1 or student.casefold() not in names) and student.casefold() not in used \
-                    and slug.casefold() not in slugs:
+            if (n == 1 or identity(student) not in names) and identity(student) not in used \
+                    and identity(slug) not in slugs:
                 break
             n += 1
         e.student, e.slug = student, slug
-        used.add(student.casefold())
-        slugs.add(slug.casefold())
+        used.add(identity(student))
+        slugs.add(identity(slug))
+
+
+def collisions(entries: list[Entry]) -> list[list[Entry]]:
+    """The uploads whose own names are one student's (by `identity`), each group in order: what the run's output
+    lists, so that an instructor sees which rows got a suffix and why."""
+    groups: dict[str, list[Entry]] = {}
+    for e in entries:
+        groups.setdefault(identity(e.given or e.student), []).append(e)
+    return [g for g in groups.values() if len(g) > 1]
 
 
 def content_hash(path: Path) -> str:
