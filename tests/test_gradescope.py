@@ -65,6 +65,29 @@ def test_run_autograder_grades_a_notebook(tmp_path: Path, autograder_zip: Path) 
     assert "execution_time" in res
 
 
+def test_run_autograder_names_a_folder_upload_by_its_files(tmp_path: Path, autograder_zip: Path) -> None:
+    """Issue 38: an upload whose files lie at the submission folder's root said "Graded ."; the output line names
+    the upload by its step files (a folder inside it by its name too, a single file by its name)."""
+    root = gradescope_tree(tmp_path, autograder_zip)
+    for name in ("step01_dot_scores.py", "step02_softmax.py"):
+        shutil.copy(ROOT / "solutions" / name, root / "submission" / name)
+    res = _run(root)
+    assert res["output"] == "Graded your upload (step01_dot_scores.py, step02_softmax.py)", res["output"]
+    assert res["score"] > 0
+    upload = tmp_path / "other"
+    nested = upload / "exercises"
+    shutil.copytree(ROOT / "exercises", nested)
+    assert gradescope.graded_what(nested, upload) == ("Graded exercises/ (step01_dot_scores.py, step02_softmax.py, "
+                                                      "step03_context_vector.py and 11 more)")
+    (upload / "mine.ipynb").write_text("{}")
+    assert gradescope.graded_what(upload / "mine.ipynb", upload) == "Graded mine.ipynb"
+    from grader import i18n
+
+    with i18n.using("zh"):
+        assert gradescope.graded_what(nested, upload) == ("已评分：exercises/（step01_dot_scores.py, step02_softmax.py, "
+                                                          "step03_context_vector.py 以及另外 11 个文件）")
+
+
 def test_run_autograder_says_why_an_upload_cannot_be_read(tmp_path: Path, autograder_zip: Path) -> None:
     """An upload the grader rejects on reading is a report of that reason for the student, not "the autograder
     failed" (a KeyError, before the checks were loaded, made every rejected upload one)."""

@@ -165,10 +165,26 @@ def results(graded: Graded, root: Path) -> dict[str, Any]:
         return {"score": 0, "output": _("The autograder failed ({error}). Please tell your instructor.").format(
             error=graded.error), "tests": [], "stdout_visibility": "visible"}
     doc = document(graded.report, graded.elapsed)
-    upload = root / "submission"
-    doc["output"] = _("Graded {path}").format(path=graded.target.relative_to(upload) if graded.target != upload
-                                               else ".")
+    doc["output"] = graded_what(graded.target, root / "submission")
     return doc
+
+
+def graded_what(target: Path, upload: Path) -> str:
+    """results.json's output line: what was graded, as the student uploaded it. A folder (the upload itself, when
+    the files lie at its root, or a folder inside it) is named by its first step files."""
+    from grader.submission import step_files
+
+    if not target.is_dir():
+        return _("Graded {path}").format(path=target.relative_to(upload))
+    names = [p.name for p in step_files(target)[0].values()]
+    if not names:
+        return _("Graded your upload") if target == upload else _("Graded {path}").format(
+            path=target.relative_to(upload))
+    files = ", ".join(names[:3]) if len(names) <= 3 else _("{files} and {n} more").format(
+        files=", ".join(names[:3]), n=len(names) - 3)
+    if target == upload:
+        return _("Graded your upload ({files})").format(files=files)
+    return _("Graded {path}/ ({files})").format(path=target.relative_to(upload), files=files)
 
 
 def document(report: Report, execution_time: float | None = None, lang: str = "en") -> dict[str, Any]:
