@@ -293,9 +293,11 @@ def _diagnose(r: Outcome, kit: Any) -> list[str]:
     spec = r.case_specs.get("dropout")
     p = float(spec.params.get("ctor", {}).get("dropout", 0.0)) if spec else 0.0
     if isinstance(ev, torch.Tensor) and isinstance(mean, torch.Tensor) and isinstance(spread, torch.Tensor) \
-            and ev.shape == mean.shape == spread.shape and 0 < p < 1 and "dropout_in_eval" not in found:
+            and ev.shape == mean.shape == spread.shape and spec and 0 < p < 1 and "dropout_in_eval" not in found:
+        copies = int(spec.params["copies"])
+
         def near(factor: float) -> bool:  # the draws of a mean scaled by `factor` spread `factor` times as much
-            return dropout_mean_close(mean, factor * ev, factor * spread, int(spec.params["copies"]))
+            return dropout_mean_close(mean, factor * ev, factor * spread, copies)
 
         if not near(1.0):
             if near(1 - p):

@@ -126,7 +126,8 @@ def book_weights(seed: int, layers: list[tuple[str, tuple[int, ...], str]]) -> d
 
 def book_linears(d_in: int, d_out: int, out_proj: bool = False) -> list[tuple[str, tuple[int, ...], str]]:
     """The book's W_query, W_key, W_value (nn.Linear, qkv_bias=False), then out_proj (with its bias) if asked."""
-    layers = [(name, (d_out, d_in), "linear") for name in ("W_query", "W_key", "W_value")]
+    layers: list[tuple[str, tuple[int, ...], str]] = [(name, (d_out, d_in), "linear")
+                                                      for name in ("W_query", "W_key", "W_value")]
     return layers + ([("out_proj", (d_out, d_out), "linear_bias")] if out_proj else [])
 
 
@@ -202,7 +203,8 @@ def qkv_bias_added(r: Outcome, plain: str, built: str, case: str, no_bias: str, 
         raise Failed(_("`{call}`: {failure}").format(call=call, failure=describe_failure(res)))
     n_plain, n_bias = n_params(plain_s), n_params(claimed(r, built, "structure"))
     want_plain, want_bias = (n_params(r.want(c, "structure")) for c in (plain, built))
-    if None not in (n_plain, n_bias, want_plain, want_bias) and n_plain == want_plain:
+    if n_plain is not None and n_bias is not None and want_plain is not None and want_bias is not None \
+            and n_plain == want_plain:
         expect.true(n_bias != n_plain, _(no_bias))
         expect.true(n_bias - n_plain == want_bias - want_plain, _(count).format(
             got=f"{n_bias - n_plain:,}", want=f"{want_bias - want_plain:,}"))

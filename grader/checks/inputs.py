@@ -7,6 +7,7 @@ prove no work (grader.checks.vouching). Trusted side: the secret never leaves th
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 import hmac
 from collections.abc import Callable
@@ -20,7 +21,8 @@ from grader.registry import STEPS
 
 
 class Gen:
-    """Private generator for one step: seeded by HMAC(secret, step id), never torch's global RNG."""
+    """Private generator for one step: seeded by HMAC(secret, step id), never torch's global RNG. (Below its
+    method `int`, the class body's `int` is that method: the type is written `builtins.int` there.)"""
 
     def __init__(self, secret: str, step: str):
         digest = hmac.new(secret.encode(), f"attn-kata/{step}".encode(), hashlib.sha256).digest()
@@ -36,7 +38,8 @@ class Gen:
         """Uniform integer in [low, high]."""
         return int(torch.randint(low, high + 1, (1,), generator=self.g))
 
-    def distinct(self, draw: Callable[[], tuple[int, ...]], *fixed: int) -> tuple[int, ...]:
+    def distinct(self, draw: Callable[[], tuple[builtins.int, ...]], *fixed: builtins.int
+                 ) -> tuple[builtins.int, ...]:
         """`draw()` again until its sizes are pairwise distinct and distinct from `fixed` (sizes the case sets):
         d_in, d_out, num_tokens, context_length, num_heads and head_dim then never coincide, so a bug that
         swaps two of them loses its points under every secret. Deterministic: only this generator is drawn."""
@@ -46,10 +49,10 @@ class Gen:
                 return sizes
         raise ValueError("no pairwise distinct sizes in these ranges")
 
-    def seed(self) -> int:
+    def seed(self) -> builtins.int:
         return int(torch.randint(0, 2**31 - 1, (1,), generator=self.g))
 
-    def weights(self, shapes: dict[str, tuple[int, ...]]) -> dict[str, torch.Tensor]:
+    def weights(self, shapes: dict[str, tuple[builtins.int, ...]]) -> dict[str, torch.Tensor]:
         """Weights for a module, named `w.<parameter>` as the probes expect."""
         return {f"w.{n}": self.randn(*s, scale=0.5) for n, s in shapes.items()}
 
@@ -66,18 +69,22 @@ JOURNEY = torch.tensor([[0.43, 0.15, 0.89], [0.55, 0.87, 0.66], [0.57, 0.85, 0.6
 
 
 class _Drawn(int):
-    """An integer drawn from the secret's generator; what is computed from it stays marked."""
+    """An integer drawn from the secret's generator; what is computed from it stays marked (its arithmetic,
+    below)."""
 
-    def _op(name: str) -> Callable:  # type: ignore[misc] - a class-body helper
-        def op(self: int, *other: Any) -> Any:
-            v = getattr(int, name)(self, *other)
-            return _Drawn(v) if type(v) is int else v
-        return op
 
-    for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__floordiv__",
-                  "__rfloordiv__", "__mod__", "__rmod__", "__pow__", "__neg__", "__abs__"):
-        locals()[_name] = _op(_name)
-    del _name, _op
+def _drawn_op(name: str) -> Callable[..., Any]:
+    """int's operator `name`, an integer result marked _Drawn."""
+    def op(self: int, *other: Any) -> Any:
+        v = getattr(int, name)(self, *other)
+        return _Drawn(v) if type(v) is int else v
+    return op
+
+
+for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__floordiv__", "__rfloordiv__",
+              "__mod__", "__rmod__", "__pow__", "__neg__", "__abs__"):
+    setattr(_Drawn, _name, _drawn_op(_name))
+del _name
 
 
 class _Moved(Gen):

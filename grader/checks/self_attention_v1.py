@@ -43,7 +43,7 @@ def _cases(g: Gen) -> dict[str, Case]:
         return d_in, d_in + g.int(1, 3), n
 
     d_in, d_out, n = g.distinct(draw, 1)  # 1: the single token
-    shapes = {m: (d_in, d_out) for m in ("W_query", "W_key", "W_value")}
+    shapes: dict[str, tuple[int, ...]] = {m: (d_in, d_out) for m in ("W_query", "W_key", "W_value")}
     ctor = {"d_in": d_in, "d_out": d_out}
     return {
         "fwd": module(CLS, g, ctor, shapes, g.randn(n, d_in), grad_out=(n, d_out)),

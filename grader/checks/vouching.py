@@ -186,7 +186,7 @@ class Outcome:
             return self._behaves[case]
         mine, ref = self.learner.get(case), self.reference.get(case)
         ok = mine is not None and ref is not None and mine.status == "ok" and ref.status == "ok" and bool(ref.tensors)
-        if ok:
+        if ok and mine is not None and ref is not None:  # (what `ok` says, spelled out for the type checker)
             for name, want in ref.tensors.items():
                 got = mine.tensors.get(name)
                 if got is None or got.shape != want.shape or got.dtype.is_complex or (
