@@ -22,13 +22,16 @@ go to benchmarks/RESULTS.md and the README's table (`--no-record`: not).
 
 from __future__ import annotations
 
+import sys
+
+assert sys.platform == "linux", "a benchmark of this Linux machine (benchmarks/RESULTS.md)"  # typed for Linux only
+
 import argparse
 import json
 import os
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -36,9 +39,9 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
-import counted  # noqa: E402
-import results  # noqa: E402
-import submissions  # noqa: E402
+import counted
+import results
+import submissions
 
 BIN = Path(sys.executable).parent
 

@@ -17,12 +17,15 @@ lives in a temporary runtime folder of its own and is stopped at the end.
 
 from __future__ import annotations
 
+import sys
+
+assert sys.platform == "linux", "a benchmark of this Linux machine (benchmarks/RESULTS.md)"  # typed for Linux only
+
 import argparse
 import os
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -31,7 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 GOAL = 0.4
 
-import results  # noqa: E402
+import results
 
 
 def timed(cmd: list[str], env: dict[str, str], ok: tuple[int, ...] = (0,)) -> float:

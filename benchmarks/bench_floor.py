@@ -20,11 +20,14 @@ ratio a batch could reach on this machine's cores if every other cost were zero:
 
 from __future__ import annotations
 
+import sys
+
+assert sys.platform == "linux", "a benchmark of this Linux machine (benchmarks/RESULTS.md)"  # typed for Linux only
+
 import argparse
 import json
 import os
 import statistics
-import sys
 import tempfile
 from pathlib import Path
 
@@ -33,7 +36,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(HERE))
 
-import results  # noqa: E402
+import results
 
 # the zygote's malloc settings (grader.pool.zygote._zygote_env): glibc reads them only at a process's start
 TUNABLES = "glibc.malloc.hugetlb=1"

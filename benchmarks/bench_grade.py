@@ -15,11 +15,14 @@
 
 from __future__ import annotations
 
+import sys
+
+assert sys.platform == "linux", "a benchmark of this Linux machine (benchmarks/RESULTS.md)"  # typed for Linux only
+
 import argparse
 import os
 import shutil
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -30,8 +33,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-import counted  # noqa: E402
-import results  # noqa: E402
+import counted
+import results
 
 
 def cold(path: str, rounds: int, before: str | None) -> None:
@@ -104,12 +107,14 @@ def main() -> None:
 
     from grader.grading import engine
     from grader.pool import zygote
-    from grader.pool.session import LinuxWorker
+    from grader.pool.portable import PortableWorker
     from grader.settings import backend
 
-    if backend() == "portable":  # session.Worker picks the backend's class; its methods are measured below
-        from grader.pool.portable import PortableWorker as Worker
-    else:
+    # session.Worker picks the backend's class; its methods are measured below
+    Worker: type[Any] = PortableWorker
+    if sys.platform == "linux" and backend() == "linux":
+        from grader.pool.linux import LinuxWorker
+
         Worker = LinuxWorker
 
     zygote.warm_up()
@@ -125,7 +130,7 @@ def main() -> None:
     phases: list[dict[str, float]] = []
     real_receive, real_hello = Worker.receive, Worker.hello
 
-    def hello(self: Worker, timeout: float) -> Any:  # measures, changes nothing
+    def hello(self: Any, timeout: float) -> Any:  # measures, changes nothing
         doc = real_hello(self, timeout)
         if isinstance(doc, dict) and isinstance(doc.get("cpu"), dict):
             phases.append(doc["cpu"])
@@ -133,7 +138,7 @@ def main() -> None:
 
     Worker.hello = hello  # type: ignore[method-assign]
 
-    def receive(self: Worker, timeout: float) -> tuple:  # measures, changes nothing
+    def receive(self: Any, timeout: float) -> tuple:  # measures, changes nothing
         tensors, doc = real_receive(self, timeout)
         if isinstance(doc, dict) and isinstance(doc.get("cpu"), float):
             self.last_cpu = doc["cpu"]
@@ -142,7 +147,7 @@ def main() -> None:
     Worker.receive = receive  # type: ignore[method-assign]
     real_close = Worker.close
 
-    def close(self: Worker) -> None:
+    def close(self: Any) -> None:
         worker_cpu.append(getattr(self, "last_cpu", 0.0))
         real_close(self)
 

@@ -17,6 +17,10 @@ the zygote, grading processes and workers of the batch. Rounds interleave the tw
 
 from __future__ import annotations
 
+import sys
+
+assert sys.platform == "linux", "a benchmark of this Linux machine (benchmarks/RESULTS.md)"  # typed for Linux only
+
 import argparse
 import ast
 import json
@@ -25,18 +29,18 @@ import pprint
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
-import bench_batch  # noqa: E402
-import counted  # noqa: E402
-import results  # noqa: E402
-import submissions  # noqa: E402
+import bench_batch
+import counted
+import results
+import submissions
 
 BIN = Path(sys.executable).parent
 
@@ -76,8 +80,8 @@ def otter_notebook(bug: str | None) -> dict:
         if bug and submissions.BUGS[bug][0] == step:
             src = src.replace(submissions.BUGS[bug][1], submissions.BUGS[bug][2])
         sources.append(src)
-    cells = [{"cell_type": "code", "execution_count": None, "id": f"cell-{i}", "metadata": {}, "outputs": [],
-              "source": s} for i, s in enumerate(sources)]
+    cells: list[dict[str, Any]] = [{"cell_type": "code", "execution_count": None, "id": f"cell-{i}", "metadata": {},
+                                    "outputs": [], "source": s} for i, s in enumerate(sources)]
     return {"cells": cells, "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python",
                                                         "name": "python3"}, "language_info": {"name": "python"}},
             "nbformat": 4, "nbformat_minor": 5}

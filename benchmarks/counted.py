@@ -9,12 +9,15 @@ RUSAGE_CHILDREN. Used by bench_grade.py; `python benchmarks/counted.py CMD...` r
 
 from __future__ import annotations
 
+import sys
+
+assert sys.platform == "linux", "a benchmark of this Linux machine (benchmarks/RESULTS.md)"  # typed for Linux only
+
 import contextlib
 import ctypes
 import os
 import resource
 import subprocess
-import sys
 import threading
 import time
 from dataclasses import dataclass, field

@@ -9,11 +9,14 @@ Pass `--no-record` to a script to leave both files alone (a trial run).
 
 from __future__ import annotations
 
+import sys
+
+assert sys.platform == "linux", "a benchmark of this Linux machine (benchmarks/RESULTS.md)"  # typed for Linux only
+
 import datetime
 import os
 import platform
 import re
-import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent

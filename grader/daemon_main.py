@@ -8,8 +8,12 @@ the daemon runs CLI commands, yet neither imports the other upwards.
 
 from __future__ import annotations
 
+import sys
+
 
 def main(argv: list[str] | None = None) -> None:
+    if sys.platform == "win32":  # never started there (grader.daemon.client is POSIX's)
+        raise SystemExit("Windows has no background grader")
     from grader.cli import main as app  # imported before the warm-up: the daemon's first command pays nothing for it
     from grader.daemon import server
 

@@ -109,22 +109,17 @@ def write_atomic(path: Path, text: str) -> None:
 
 
 def remove_tree(top: str | os.PathLike[str]) -> None:
-    """Remove a folder a worker wrote, whatever it holds, never raising (Windows: shutil's, below)."""
+    """Remove a folder a worker wrote, whatever it holds, never raising. On POSIX, `shutil.rmtree` recurses (a
+    submission nesting 1,200 folders made it raise RecursionError and left the tree on disk, red team 13), and a
+    path per level grows past PATH_MAX. Here every nested folder is first moved up beside the others (a rename
+    within the tree), so the work is linear in the entries and never holds more than two folders open."""
     if sys.platform == "win32":
         # no O_DIRECTORY and no scandir over a descriptor there; a path is bounded by MAX_PATH, so the depth that
-        # made shutil.rmtree recurse too far on Linux (1,200 folders) cannot be built
+        # made shutil.rmtree recurse too far cannot be built
         shutil.rmtree(top, ignore_errors=True)
         with contextlib.suppress(OSError):
             os.unlink(top)
-    else:
-        _remove_tree_posix(top)
-
-
-def _remove_tree_posix(top: str | os.PathLike[str]) -> None:
-    """POSIX: `shutil.rmtree` recurses (a submission
-    nesting 1,200 folders made it raise RecursionError and left the tree on disk, red team 13), and a path per
-    level grows past PATH_MAX. Here every nested folder is first moved up beside the others (a rename within the
-    tree), so the work is linear in the entries and never holds more than two folders open."""
+        return
     try:
         top_fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     except OSError:

@@ -14,6 +14,8 @@ import sys
 import time
 from pathlib import Path
 
+assert sys.platform != "win32", "POSIX only: on Windows every command grades in its own process"  # typed so
+
 from grader import limits
 from grader.daemon import paths, protocol
 from grader.daemon.fingerprint import fingerprint

@@ -14,6 +14,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+assert sys.platform != "win32", "POSIX only: on Windows every command grades in its own process"  # typed so
+
 RUNTIME_ENV = "ATTN_KATA_RUNTIME_DIR"
 
 

@@ -6,7 +6,10 @@ import json
 import os
 import socket
 import struct
+import sys
 from typing import Any
+
+assert sys.platform != "win32", "POSIX only: on Windows every command grades in its own process"  # typed so
 
 from grader import limits
 

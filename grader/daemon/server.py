@@ -21,6 +21,8 @@ import sys
 import time
 from typing import Any
 
+assert sys.platform != "win32", "POSIX only: on Windows every command grades in its own process"  # typed so
+
 import click
 
 from grader import limits
@@ -115,7 +117,7 @@ class Daemon:
     def exit(self, why: str) -> None:
         self.release()
         self.log(f"stopping: {why}")
-        if backend() == "linux":
+        if sys.platform == "linux" and backend() == "linux":
             from grader.pool import zygote
 
             zygote.stop()  # it kills and reaps whatever it forked
@@ -145,7 +147,7 @@ class Daemon:
         from grader.learner import api  # noqa: F401
         from grader.render import heatmap, reporters  # noqa: F401
 
-        if backend() == "linux":
+        if sys.platform == "linux" and backend() == "linux":
             from grader.grading import forked
             from grader.pool import zygote
 
@@ -172,8 +174,11 @@ class Daemon:
             left = deadline - time.monotonic()
             if left <= 0:
                 self.exit(f"idle for {self.idle:g} s")
-            if select.select([self.listener], [], [], min(TICK, left))[0]:
-                conn, _addr = self.listener.accept()  # type: ignore[union-attr]
+            listener = self.listener
+            if listener is None:  # closed: exit() has run
+                return
+            if select.select([listener], [], [], min(TICK, left))[0]:
+                conn, _addr = listener.accept()
                 with conn:
                     self.handle(conn)
                 deadline = time.monotonic() + self.idle

@@ -16,6 +16,7 @@ Source text is never read: a diagnosis follows the behaviour, however the code i
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Iterable
 from types import SimpleNamespace
@@ -210,13 +211,18 @@ def attention(r: Outcome, case: str, opts: dict[str, Any], *, linear: bool, mult
     return ctx
 
 
+def _with_options(fn: Callable[[Outcome, str, dict[str, Any]], torch.Tensor | None], opts: dict[str, Any],
+                  r: Outcome, case: str) -> torch.Tensor | None:
+    return fn(r, case, opts)
+
+
 def by_models(r: Outcome, cases: list[str], models: list[tuple[str, dict[str, Any]]],
               fn: Callable[[Outcome, str, dict[str, Any]], torch.Tensor | None]) -> list[str]:
     found: list[str] = []
     for diag_id, opts in models:
         if diag_id in found or (diag_id.startswith("scale_") and any(f.startswith("scale_") for f in found)):
             continue  # one scaling diagnosis at most: the first (most specific) model that fits
-        if matches(r, cases, lambda r, c, o=opts: fn(r, c, o)):
+        if matches(r, cases, functools.partial(_with_options, fn, opts)):
             found.append(diag_id)
     return found
 

@@ -7,6 +7,7 @@ import functools
 import gc
 import os
 import re
+import sys
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -23,6 +24,7 @@ from grader.pool.session import (
     InfrastructureError,
     WeakSandbox,
     Worker,
+    WorkerHandle,
     WorkerLost,
     missing_layers,
     refusal,
@@ -30,9 +32,12 @@ from grader.pool.session import (
 )
 from grader.registry import BY_ID, STEPS, Step
 from grader.report import CheckResult, Report, StepResult, clean
-from grader.sandbox import channel, landlock, wire
+from grader.sandbox import channel, wire
 from grader.settings import DEFAULT_TIMEOUT, LOAD_TIMEOUT, backend, grader_version, portable_reason, resolve_secret
 from grader.worker import probes
+
+if sys.platform == "linux":
+    from grader.sandbox import landlock
 
 __all__ = ["DEFAULT_TIMEOUT", "LOAD_TIMEOUT", "Started", "collect", "grade", "grade_many", "grader_version",
            "judge", "prepared", "resolve_secret", "start"]
@@ -69,7 +74,8 @@ def prepared(secret: str) -> tuple[dict[str, dict[str, Case]], dict[str, dict[st
     gc.freeze()  # torch's and the reference's objects live for good: later collections skip them
     # what the reference's runs freed (step 14's 1024 x 1024 masks: ~10 MB) goes back: a grading process holds its
     # results while its worker runs, and one Gradescope container holds both
-    landlock.release_free_memory()
+    if sys.platform == "linux":
+        landlock.release_free_memory()
     return plans, results
 
 
@@ -269,7 +275,7 @@ class Started:
         self.col = Collected(ingest.shown(Path(path).name), self.step_list)  # a non-UTF-8 name escaped
         self.sub: ingest.Submission | None = None
         self.units: list[tuple[str, str, str]] = []
-        self.worker: Worker | None = None
+        self.worker: WorkerHandle | None = None
         with i18n.deferred():  # its messages are worded at the edge (Report.worded)
             try:
                 self.sub = ingest.read_submission(path)

@@ -70,6 +70,8 @@ def start(entry: str, *, become: bool = False) -> tuple[socket.socket, int]:
     `entry` ("module:function") on its end of a new socketpair; (our end, its pid). `become`: one submission's
     grading process, which a zygote that has forked nothing yet becomes itself after forking its worker
     (grader.pool.zygote's `become`: one process with torch fewer); else forked as a batch's are."""
+    if sys.platform != "linux":  # `wanted` is never true elsewhere: a batch there grades in this process
+        raise Unavailable(f"{sys.platform} has no zygote to fork a grading process from")
     from grader.pool import zygote
 
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -113,6 +115,8 @@ def enter(fd: int, settings: dict[str, Any] | None = None) -> tuple[socket.socke
 def limit_memory(extra: int) -> None:
     """A grading process judges learner tensors: whatever they provoke, it fails alone (MemoryError: that
     submission's error) rather than waking the OOM killer for the whole machine."""
+    if sys.platform != "linux":  # grading processes are the Linux backend's
+        return
     import resource
 
     with open("/proc/self/statm") as f:
@@ -175,7 +179,7 @@ def wanted() -> bool:
     """Grade in a forked grading process? On the Linux backend, unless this process has already imported torch
     (the warm daemon, a Python session, a test): there the trusted side costs no second import, and the reference's
     results it keeps serve the next grade."""
-    return backend() == "linux" and "torch" not in sys.modules
+    return sys.platform == "linux" and backend() == "linux" and "torch" not in sys.modules
 
 
 def grade(path: str | Path, *, steps: list[str] | None = None, secret: str | None = None,
@@ -248,6 +252,8 @@ def answer_timeout(settings: dict[str, Any]) -> float:
 def _end_spent_zygote() -> None:
     """A zygote that became the grading process and stopped answering: kill it (our own child, not yet reaped: its
     pid is still its own); its watch of our connection, which would end it and its worker, may not be running."""
+    if sys.platform != "linux":
+        return
     from grader.pool import zygote
 
     z = zygote.current()

@@ -97,8 +97,9 @@ def _neutralize_lines(lines: list[str]) -> str:
 
 
 def notebook_json(sources: Iterable[str]) -> str:
-    cells = [{"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": source}
-             for source in (PRELUDE, *(neutralize(s) for s in sources))]
+    cells: list[dict[str, Any]] = [
+        {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": source}
+        for source in (PRELUDE, *(neutralize(s) for s in sources))]
     return json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": cells})
 
 

@@ -315,10 +315,13 @@ def single_keys(fd: int):  # type: ignore[no-untyped-def]
     try:
         if not os.isatty(fd):
             return None
-        import termios
-        import tty
-    except (ImportError, OSError):  # Windows: _read_keys reads the console through msvcrt instead
-        return (lambda: None) if sys.platform == "win32" and os.isatty(fd) else None
+    except OSError:
+        return None
+    if sys.platform == "win32":  # the console hands msvcrt.getwch its keys one by one, unechoed (_read_keys)
+        return lambda: None
+    import termios
+    import tty
+
     try:
         saved = termios.tcgetattr(fd)
         tty.setcbreak(fd)
@@ -352,7 +355,7 @@ def _read_keys(fd: int, typed: queue.Queue[str]) -> None:
         import msvcrt
 
         while True:
-            for key in keys_of(msvcrt.getwch()):  # type: ignore[attr-defined]
+            for key in keys_of(msvcrt.getwch()):
                 typed.put(key)
     while True:
         try:
@@ -462,9 +465,9 @@ def stub_source(step: Step, target: Path) -> tuple[str, str] | None:
                 return text, str(repo_stub)
     except OSError:
         pass
-    text = _git_stub(target)
-    if text is not None:
-        return text, "git"
+    from_git = _git_stub(target)
+    if from_git is not None:
+        return from_git, "git"
     from grader.grading.reference import solutions_dir
 
     sol = step_path(solutions_dir(), step)

@@ -49,9 +49,13 @@ def _command() -> list[str]:
 
 
 def _start() -> subprocess.Popen:
-    # its own session (POSIX) or process group (Windows): a time-out kills what it started with it
-    kwargs: dict[str, Any] = {"start_new_session": True} if hasattr(os, "setsid") else {
-        "creationflags": getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)}
+    # its own session (POSIX) or process group (Windows: the learner's Ctrl-C does not reach it): `_kill` ends
+    # what it started with it
+    kwargs: dict[str, Any]
+    if sys.platform == "win32":
+        kwargs = {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP}
+    else:
+        kwargs = {"start_new_session": True}
     stderr = None if os.environ.get("ATTN_KATA_DEBUG") else subprocess.DEVNULL
     return subprocess.Popen(_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env=_env(),
                             **kwargs)
@@ -88,12 +92,24 @@ def stop_spare() -> None:
 
 
 def _kill(proc: subprocess.Popen) -> None:
-    """The worker and, on POSIX, everything it started (its own session)."""
-    with contextlib.suppress(OSError):
-        if hasattr(os, "killpg") and hasattr(signal, "SIGKILL"):
-            os.killpg(proc.pid, signal.SIGKILL)
-        else:
+    """The worker and everything it started: its session's process group on POSIX; on Windows, which has no
+    process groups to signal, its process tree as psutil finds it (children first listed, then all killed: a
+    child whose parent died is no longer found by its parent's id)."""
+    if sys.platform == "win32":
+        import psutil
+
+        try:
+            tree = psutil.Process(proc.pid).children(recursive=True)
+        except psutil.Error:
+            tree = []
+        for p in tree:
+            with contextlib.suppress(psutil.Error):
+                p.kill()
+        with contextlib.suppress(OSError):
             proc.kill()
+    else:
+        with contextlib.suppress(OSError):
+            os.killpg(proc.pid, signal.SIGKILL)
     with contextlib.suppress(OSError, subprocess.TimeoutExpired):
         proc.wait(timeout=5)
     for stream in (proc.stdin, proc.stdout):
@@ -130,8 +146,10 @@ class PortableWorker:
         time-out on every platform); EOFError or ChannelError at the end."""
         stream = self.proc.stdout
         try:
+            if stream is None:
+                raise EOFError
             while True:
-                head = stream.read(framing.HEADER.size) if stream else b""
+                head = stream.read(framing.HEADER.size)
                 if len(head) < framing.HEADER.size:
                     raise EOFError
                 (n,) = framing.HEADER.unpack(head)
@@ -192,6 +210,16 @@ class PortableWorker:
 
     def hello(self, timeout: float) -> Any:
         return self._receive(timeout)[1]
+
+    def ask(self, request: bytes, timeout: float) -> tuple[dict[str, torch.Tensor], Any]:
+        from grader.pool.errors import WorkerLost
+
+        try:
+            self._send(request)
+        except (OSError, ValueError):
+            self.kill()
+            raise WorkerLost("crashed", "its pipe closed") from None
+        return self._receive(timeout)
 
     def kill(self) -> None:
         self.alive = False

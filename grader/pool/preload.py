@@ -9,6 +9,11 @@ Then it freezes the garbage collector: a worker's collections never walk (and so
 page by page) the objects it inherited.
 """
 
+import sys
+
+assert sys.platform == "linux", "the Linux backend's own module"  # the type checker skips it elsewhere
+
+
 import gc
 import time
 
@@ -85,7 +90,7 @@ def _huge_ranges() -> list[int]:
             maps = f.read().splitlines()
     except OSError:
         return []
-    blocks = []
+    blocks: list[int] = []
     for line in maps:
         fields = line.split()
         if len(fields) < 2 or not fields[1].startswith("rw") or (len(fields) > 5 and fields[5] != "[heap]"):

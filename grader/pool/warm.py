@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import sys
+
 from grader.settings import backend
 
 
 def warm_up() -> None:
     """The zygote on the Linux backend, a spare worker on the portable one: each imports torch meanwhile."""
-    if backend() == "linux":
+    if sys.platform == "linux" and backend() == "linux":
         from grader.pool import zygote
 
         zygote.warm_up()

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import sys
+
+assert sys.platform == "linux", "the Linux backend's own module"  # the type checker skips it elsewhere
+
 import contextlib
 import ctypes
 import functools
@@ -9,7 +13,6 @@ import os
 import resource
 import signal
 import struct
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any

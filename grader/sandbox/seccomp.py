@@ -55,6 +55,10 @@ library needed; installed on every thread (SECCOMP_FILTER_FLAG_TSYNC), inherited
 
 from __future__ import annotations
 
+import sys
+
+assert sys.platform == "linux", "the Linux backend's own module"  # the type checker skips it elsewhere
+
 import ctypes
 import errno
 import os
@@ -280,7 +284,7 @@ def install() -> bool:
     """Set no_new_privs (a filter needs it without CAP_SYS_ADMIN) and install the filter on every thread of this
     process (and its future children), with this process's pid written in where a signal may go. False where the
     kernel or the architecture has none."""
-    if TABLE is None or libc is None:
+    if TABLE is None:
         return False
     pid = os.getpid()  # as this process sees it (1 inside its own PID namespace), as its calls name it
     for i in _SELF_AT:
@@ -319,7 +323,7 @@ def observed() -> dict[str, bool]:
     EAFNOSUPPORT for family -1, EINVAL for a 0-byte segment), and fail as the filter says with it."""
     layers = {"seccomp_no_sockets": False, "seccomp_no_file_changes": False, "seccomp_no_ipc": False,
               "seccomp_no_process_changes": False, "seccomp_no_signals_out": False}
-    if TABLE is None or libc is None:
+    if TABLE is None:
         return layers
     t = TABLE
     fchmod, fchownat, utimensat, fsetxattr, flock, shmget, msgctl, mq_getsetattr = t.witnesses

@@ -86,7 +86,7 @@ def fast_uniform() -> Iterator[None]:
         return self
 
     shadowed = "uniform_" in vars(torch.Tensor)
-    torch.Tensor.uniform_ = uniform_  # type: ignore[method-assign]
+    torch.Tensor.uniform_ = uniform_  # type: ignore[method-assign, assignment]
     try:
         yield
     finally:

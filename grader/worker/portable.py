@@ -56,20 +56,17 @@ class PipeTransport:
 
 
 def _rlimits(limits: dict[str, Any]) -> bool:
-    try:
-        import resource
-    except ImportError:  # Windows: no rlimits (the grader's wall clock still kills the worker)
+    if sys.platform == "win32":  # no rlimits there (the grader's wall clock still kills the worker)
         return False
+    import resource
+
     ok = True
-    for name, key in (("RLIMIT_CORE", None), ("RLIMIT_CPU", "cpu_seconds"), ("RLIMIT_FSIZE", "file_bytes"),
-                      ("RLIMIT_NOFILE", "open_files"), ("RLIMIT_AS", "memory_bytes")):
-        which = getattr(resource, name, None)
-        if which is None:
-            ok = False
-            continue
+    for which, key in ((resource.RLIMIT_CORE, None), (resource.RLIMIT_CPU, "cpu_seconds"),
+                       (resource.RLIMIT_FSIZE, "file_bytes"), (resource.RLIMIT_NOFILE, "open_files"),
+                       (resource.RLIMIT_AS, "memory_bytes")):
         value = 0 if key is None else int(limits[key])
         try:
-            if name == "RLIMIT_AS":
+            if which == resource.RLIMIT_AS:
                 if sys.platform == "darwin":
                     continue  # not enforced by macOS
                 with open("/proc/self/statm") as f:
@@ -104,10 +101,9 @@ def confine(config: dict[str, Any]) -> dict[str, bool]:
     tempfile.tempdir = workdir
     rlimits = _rlimits(limits)
     torch.set_num_threads(1)
-    getsid = getattr(os, "getsid", None)
     return {
         "separate_process": True,
-        "session": getsid is not None and getsid(0) == os.getpid(),
+        "session": sys.platform != "win32" and os.getsid(0) == os.getpid(),
         "private_dir": os.getcwd() == os.path.realpath(workdir) or os.getcwd() == workdir,
         "clean_env": set(os.environ) == set(common.WORKER_ENV) | set(own),
         "rlimits": rlimits,
@@ -119,8 +115,7 @@ def main() -> None:
     debug = bool(os.environ.get("ATTN_KATA_DEBUG"))  # read before confine() clears the environment
     rfd, wfd = os.dup(0), os.dup(1)
     for fd in (rfd, wfd):
-        if hasattr(os, "set_inheritable"):
-            os.set_inheritable(fd, False)
+        os.set_inheritable(fd, False)
     try:
         from grader.worker import serve
 

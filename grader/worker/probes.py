@@ -139,9 +139,9 @@ def _explain(module: nn.Module, exc: roles.NoMatch, weights: Mapping[str, torch.
             if isinstance(value, list | tuple) and value and all(isinstance(v, nn.Module) for v in value):
                 raise WrongType(PLAIN_LIST, attr=attr, type=type(value).__name__)
     if exc.shape is not None:
-        name, shape, want = exc.shape
-        raise WrongType("parameter `{name}` has shape {shape}, expected {want}", name=name, shape=str(shape),
-                        want=str(want))
+        name, got_shape, want_shape = exc.shape
+        raise WrongType("parameter `{name}` has shape {shape}, expected {want}", name=name, shape=str(got_shape),
+                        want=str(want_shape))
     params = dict(module.named_parameters())
     if not params:
         first = exc.roles[0]

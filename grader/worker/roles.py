@@ -110,14 +110,14 @@ def match(module: nn.Module, weights: Mapping[str, torch.Tensor]) -> list[Piece]
     # the reference's roles: (kind, part) -> [(name, rows, in_dim)], heads in order
     groups: dict[tuple[str, str], list[tuple[int, str, int, int]]] = {}
     for n, w in weights.items():
-        kind = kinds_of(n)
-        assert kind is not None and len(kind) == 1, n  # the grader's own names always say their role
+        its = kinds_of(n)
+        assert its is not None and len(its) == 1, n  # the grader's own names always say their role
         lw = ref_linear(n, w)
         part = "bias" if w.dim() == 1 else "weight"
-        groups.setdefault((kind[0], part), []).append((_head(n) or 0, n, lw.shape[0],
-                                                       lw.shape[1] if lw.dim() == 2 else 0))
-    for g in groups.values():
-        g.sort()
+        groups.setdefault((its[0], part), []).append((_head(n) or 0, n, lw.shape[0],
+                                                      lw.shape[1] if lw.dim() == 2 else 0))
+    for rows_of_role in groups.values():
+        rows_of_role.sort()
     in_dims = {k: rows[0][3] for (k, part), rows in groups.items() if part == "weight"}
 
     # orientation of raw 2-D parameters: by shape where it tells, else as the module's other raw ones
@@ -224,10 +224,10 @@ def match(module: nn.Module, weights: Mapping[str, torch.Tensor]) -> list[Piece]
     for g, cands in claims.items():
         if len(cands) > 1:
             ties.setdefault(tuple(cands), []).append(g)
-    for cands, tied in ties.items():
-        if len(tied) == len(cands) and all(used.count(n) == len(tied) for n in cands):
+    for tied_cands, tied in ties.items():
+        if len(tied) == len(tied_cands) and all(used.count(n) == len(tied) for n in tied_cands):
             tied.sort(key=lambda g: ROLE_ORDER.index(g.split("/")[0]) if g.split("/")[0] in ROLE_ORDER else 9)
-            for g, n in zip(tied, cands, strict=True):
+            for g, n in zip(tied, tied_cands, strict=True):
                 claims[g] = [n]
     used = [n for c in claims.values() for n in c]
     for g, cands in claims.items():
@@ -274,12 +274,13 @@ def grads(pieces: list[Piece], weights: Mapping[str, torch.Tensor]) -> dict[str,
     out: dict[str, torch.Tensor | None] = {}
     for name, w in weights.items():
         g = torch.zeros_like(ref_linear(name, w))
+        missing = False
         for pc in pieces:
             if pc.ref != name:
                 continue
             if pc.param.grad is None:
-                g = None
+                missing = True
                 break
             g[pc.rows] = pc.view(pc.param.grad).to(g.dtype)
-        out[name] = None if g is None else (g if w.dim() != 2 or name.endswith("weight") else g.t())
+        out[name] = None if missing else (g if w.dim() != 2 or name.endswith("weight") else g.t())
     return out

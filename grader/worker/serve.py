@@ -39,7 +39,7 @@ class UnitFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     import …` both reach the learner's own file (or, for a later step's grading, the stand-ins put in its place)."""
 
     def __init__(self, units: list[tuple[str, str, str]]):
-        self.sources = {}
+        self.sources: dict[str, tuple[str, str]] = {}
         for module, label, source in units:
             if module not in self.sources:
                 self.sources[module] = (label, source)
@@ -91,7 +91,7 @@ def load_units(units: list[tuple[str, str, str]]) -> tuple[dict[str, Any], dict[
     ns: dict[str, Any] = {}
     errors: dict[str, Any] = {}
     labels = {label for _, label, _ in units}
-    notebook = {}  # module name -> module, for cell-by-cell execution
+    notebook: dict[str, Any] = {}  # module name -> module, for cell-by-cell execution
     for module, label, source in units:
         try:
             if label.startswith("cell "):
@@ -276,6 +276,8 @@ def _dropped(printed: Any) -> bool:
 def entry(fd: int) -> None:
     """Forked from the zygote (the Linux backend): never let anything escape as a traceback on the grader's
     terminal."""
+    if sys.platform != "linux":
+        raise RuntimeError("a zygote's worker is the Linux backend's")
     try:
         from grader.sandbox import confine as linux
 

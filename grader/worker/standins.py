@@ -80,6 +80,8 @@ class CausalAttention(nn.Module):
     """Stand-in head: batched (b, num_tokens, d_in) -> (b, num_tokens, d_out), causal (a (context_length,
     context_length) bool buffer `mask`, cut to num_tokens), dropout on its mixing weights."""
 
+    mask: torch.Tensor  # a buffer (register_buffer)
+
     def __init__(self, d_in: int, d_out: int, context_length: int, dropout: float, qkv_bias: bool = False):
         super().__init__()
         self.d_out = d_out
@@ -114,6 +116,8 @@ class MultiHeadAttentionWrapper(nn.Module):
 class MultiHeadAttention(nn.Module):
     """Stand-in with the book's weight splits: W_query, W_key, W_value (d_in -> d_out), out_proj, num_heads,
     head_dim, a bool `mask` buffer; its output depends on how d_out is split into heads."""
+
+    mask: torch.Tensor  # a buffer (register_buffer)
 
     def __init__(self, d_in: int, d_out: int, context_length: int, dropout: float, num_heads: int,
                  qkv_bias: bool = False):
