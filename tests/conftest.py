@@ -66,7 +66,75 @@ SLOW_TESTS = {  # module::test (every parametrization) or module::test[id]
 }
 
 
+# One step's tests, `pytest -m step09` (or `-m causal_attention`): the tests whose parametrisation names the step (its
+# id, `step09`, its file), a fixture or an attack that grades it (tests/fixtures/expected.json, the public names a
+# correct fixture defines, tests/attacks/*/expected.toml), or whose own name holds the step's id as whole words
+# (test_dropout_average_across_secrets). A marker per step, `stepNN` and the step's id, registered below.
+def _step_words() -> dict[str, set[str]]:
+    """Every word (a parametrisation's id part) that names steps -> those step ids."""
+    import ast
+    import json
+
+    from grader.registry import STEPS
+
+    words: dict[str, set[str]] = {}
+    for step in STEPS:
+        for word in (step.id, f"step{step.number:02d}", Path(step.file).stem, Path(step.file).name):
+            words.setdefault(word, set()).add(step.id)
+    here = Path(__file__).resolve().parent
+    expected = json.loads((here / "fixtures" / "expected.json").read_text(encoding="utf-8"))
+    for fixture, steps in expected.items():
+        if not fixture.startswith("_") and isinstance(steps, dict):  # the steps its bug costs points
+            words.setdefault(fixture, set()).update(s for s, e in steps.items() if e.get("status") != "passed")
+    by_name = {name: step.id for step in STEPS for name in step.names}
+    for path in (here / "fixtures" / "correct").iterdir():
+        files = sorted(path.rglob("*.py")) if path.is_dir() else [path]
+        sources = []
+        for f in files:
+            text = f.read_text(encoding="utf-8")
+            if f.suffix == ".ipynb":
+                sources += ["".join(c["source"]) for c in json.loads(text)["cells"] if c["cell_type"] == "code"]
+            elif f.suffix == ".py":
+                sources.append(text)
+        for source in sources:
+            try:
+                tree = ast.parse(source)
+            except SyntaxError:
+                continue
+            defined = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+            words.setdefault(path.name, set()).update(by_name[n] for n in defined if n in by_name)
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10: no attack is marked by its step (test_attacks itself needs 3.11)
+        return words
+    for toml in (here / "attacks").glob("*/expected.toml"):
+        steps = tomllib.loads(toml.read_text(encoding="utf-8")).get("steps", [])
+        words.setdefault(toml.parent.name, set()).update(s for s in steps if isinstance(s, str))
+    return words
+
+
+def _steps_of(item: pytest.Item, words: dict[str, set[str]], ids: list[str]) -> set[str]:
+    found: set[str] = set()
+    callspec = getattr(item, "callspec", None)
+    for part in callspec.id.split("-") if callspec is not None else []:
+        found |= words.get(part, set())
+    name = f"_{getattr(item, 'originalname', None) or item.name}_"
+    return found | {step for step in ids if f"_{step}_" in name}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    from grader.registry import STEPS
+
+    for step in STEPS:
+        for marker in (f"step{step.number:02d}", step.id):
+            config.addinivalue_line("markers", f"{marker}: the tests of step {step.number}, {step.id} "
+                                    "(tests/conftest.py _steps_of)")
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    from grader.registry import BY_ID, STEPS
+
+    words, ids = _step_words(), [s.id for s in STEPS]
     for item in items:
         module = item.module.__name__.rsplit(".", 1)[-1] if item.module is not None else ""
         if module in SANDBOX_MODULES:
@@ -74,6 +142,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         name = getattr(item, "originalname", None) or item.name
         if module in SLOW_MODULES or {f"{module}::{name}", f"{module}::{item.name}"} & SLOW_TESTS:
             item.add_marker(pytest.mark.slow)
+        for step in sorted(_steps_of(item, words, ids)):
+            item.add_marker(getattr(pytest.mark, f"step{BY_ID[step].number:02d}"))
+            item.add_marker(getattr(pytest.mark, step))
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
