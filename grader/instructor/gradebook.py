@@ -52,8 +52,9 @@ class RunSettings:
     @classmethod
     def of(cls, secret: str, timeout: float, steps: list[str] | None, version: str) -> RunSettings:
         chosen = set(steps or ())
+        known = [s.id for s in STEPS if s.id in chosen]
         return cls(key_fingerprint(secret), float(timeout),
-                   ",".join(s.id for s in STEPS if s.id in chosen) or "all", version)
+                   ",".join(known + sorted(chosen - set(known))) or "all", version)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
