@@ -7,9 +7,11 @@ solutions/stepNN_<id>.py, a checks module grader/checks/<id>.py, its hints and b
 
 from __future__ import annotations
 
-import ast
+import functools
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -114,19 +116,37 @@ def get_step(key: str) -> Step:
     raise KeyError(key)
 
 
+CHECKS_FOLDER = Path(__file__).parent / "checks"
+CATALOGUE = "catalogue.json"  # in grader/checks/: what each step module declares (python -m grader.dev docs)
+
+
+def catalogue(checks: Path | None = None) -> dict[str, dict[str, Any]]:
+    """Each step's declarations as grader/checks/catalogue.json records them (step id -> its hints, checks with
+    their ids, titles and points, pictures and mistakes: English msgids), read without importing the step modules,
+    which import torch: `attn-kata hint` and listing the pytest plugin's tests stay quick. Written from the imported
+    modules by `python -m grader.dev docs`; tests/test_docs.py fails when it is stale. {} when it cannot be read.
+    `checks`: another folder than the package's grader/checks (a test's copy)."""
+    if checks is None:
+        return _catalogue(CHECKS_FOLDER / CATALOGUE)
+    return _read_catalogue(checks / CATALOGUE)
+
+
+@functools.cache
+def _catalogue(path: Path) -> dict[str, dict[str, Any]]:
+    return _read_catalogue(path)
+
+
+def _read_catalogue(path: Path) -> dict[str, dict[str, Any]]:
+    try:
+        steps = json.loads(path.read_text(encoding="utf-8"))["steps"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+    return steps if isinstance(steps, dict) else {}
+
+
 def hints(step_id: str, checks: Path | None = None) -> tuple[str, ...]:
     """A step's hints (English msgids: a nudge, the key idea, the recipe), as its module grader/checks/<id>.py
-    declares them (`hints(STEP, N_("…"), …)`), read from the source without importing it: the checks import
-    torch, and `attn-kata hint` stays quick. () when the module declares none (tests/test_steps.py names it).
-    `checks`: another folder of step modules than the package's (a test's copy)."""
-    folder = checks if checks is not None else Path(__file__).parent / "checks"
-    try:
-        tree = ast.parse((folder / f"{step_id}.py").read_text(encoding="utf-8"))
-    except (OSError, SyntaxError, ValueError):
-        return ()
-    for node in tree.body:
-        call = node.value if isinstance(node, ast.Expr | ast.Assign) else None
-        if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "hints":
-            return tuple(a.args[0].value for a in call.args[1:] if isinstance(a, ast.Call) and a.args
-                         and isinstance(a.args[0], ast.Constant) and isinstance(a.args[0].value, str))
-    return ()
+    declares them (`hints(STEP, N_("…"), …)`), from the catalogue (no torch). () when it records none for the step
+    (tests/test_steps.py names it). `checks`: another folder than the package's grader/checks (a test's copy)."""
+    levels = catalogue(checks).get(step_id, {}).get("hints", [])
+    return tuple(h for h in levels if isinstance(h, str)) if isinstance(levels, list) else ()

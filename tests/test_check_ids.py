@@ -104,3 +104,14 @@ def test_a_reports_ids_are_the_same_in_every_language(lang: str) -> None:
     assert "causal_attention.mask_cut_to_num_tokens" in [c["id"] for c in report.to_dict()["steps"][0]["checks"]]
     if lang == "zh":
         assert any(c.name != spec.name for c, spec in zip(step.checks, checks.CHECKS["causal_attention"], strict=True))
+
+
+def test_the_catalogue_lists_the_same_ids_and_titles() -> None:
+    """grader/checks/catalogue.json (what the pytest plugin and `hint` read without torch) says the same checks,
+    ids and titles as the imported modules register (its freshness as a whole: tests/test_docs.py)."""
+    from grader.registry import catalogue
+
+    declared = catalogue()
+    assert [c["id"] for s in STEPS for c in declared[s.id]["checks"]] == listed()[0]
+    assert [(c["id"], c["title"]) for s in STEPS for c in declared[s.id]["checks"]] == [
+        (c.id, c.name) for s in STEPS for c in checks.CHECKS[s.id]]

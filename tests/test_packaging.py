@@ -156,6 +156,7 @@ def test_the_wheel_carries_stubs_and_reference(tmp_path: Path) -> None:
         expected = {f"grader/kata/{folder}/{p.name}" for p in (ROOT / folder).glob("*.py")}
         assert expected and expected <= names, sorted(expected - names)
     assert "grader/locale/zh/LC_MESSAGES/attn_kata.mo" in names
+    assert "grader/checks/catalogue.json" in names  # what `attn-kata hint` reads (grader.registry.catalogue)
     assert not any(n.startswith(("solutions/", "exercises/", "tests/")) for n in names)
 
 

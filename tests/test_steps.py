@@ -176,21 +176,16 @@ def test_a_ghost_step_is_missing_every_part(checks: dict[str, list[str]]) -> Non
     assert len(found) == 5, found  # files, hints, checks, fixtures, README row
 
 
-def _drop_last_hint(path: Path) -> None:
-    """The step module's hints(STEP, …) call without its last level."""
-    source = path.read_text(encoding="utf-8")
-    call = next(n.value for n in ast.parse(source).body if isinstance(n, ast.Expr)
-                and isinstance(n.value, ast.Call) and getattr(n.value.func, "id", "") == "hints")
-    last = call.args[-1]
-    lines = source.splitlines(keepends=True)
-    start = sum(len(x) for x in lines[:last.lineno - 1]) + last.col_offset
-    end = sum(len(x) for x in lines[:last.end_lineno - 1]) + last.end_col_offset
-    path.write_text(source[:start] + source[end:].replace(",", "", 1), encoding="utf-8")
-
-
-def _no_hints(path: Path) -> None:
-    source = path.read_text(encoding="utf-8")
-    path.write_text(re.sub(r"\nhints\(\n    STEP,\n.*?\n\)\n", "\n", source, count=1, flags=re.S), encoding="utf-8")
+def _hints_changed(checks: Path, step: Step, keep: int | None) -> None:
+    """The catalogue of a copy (grader/checks/catalogue.json, what `attn-kata hint` reads) with the step's hints cut
+    to `keep` levels, or without its hints at all (None)."""
+    path = checks / registry.CATALOGUE
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    if keep is None:
+        del doc["steps"][step.id]["hints"]
+    else:
+        doc["steps"][step.id]["hints"] = doc["steps"][step.id]["hints"][:keep]
+    path.write_text(json.dumps(doc), encoding="utf-8")
 
 
 def _stub_signature_changed(tree: Tree, step: Step) -> None:
@@ -221,8 +216,8 @@ def _readme_markers_gone(tree: Tree, step: Step) -> None:
 
 
 PLANTED = {  # what is taken away -> the part the walk must then name
-    "a hint": (lambda tree, step: _drop_last_hint(tree.checks / f"{step.id}.py"), f"{HINT_LEVELS} hints"),
-    "every hint": (lambda tree, step: _no_hints(tree.checks / f"{step.id}.py"), f"{HINT_LEVELS} hints"),
+    "a hint": (lambda tree, step: _hints_changed(tree.checks, step, HINT_LEVELS - 1), f"{HINT_LEVELS} hints"),
+    "every hint": (lambda tree, step: _hints_changed(tree.checks, step, None), f"{HINT_LEVELS} hints"),
     "the stub's signature": (_stub_signature_changed, "a stub with the solution's"),
     "the stub's NotImplementedError": (_stub_solved, "stub bodies that only raise NotImplementedError"),
     "a buggy fixture": (_one_buggy_fixture, f"at least {MIN_BUGS} buggy fixtures"),
@@ -251,7 +246,7 @@ def test_a_step_with_three_checks_is_named(checks: dict[str, list[str]]) -> None
 
 
 def test_the_hints_read_without_torch_are_those_the_module_registers() -> None:
-    """registry.hints reads the source (no torch for `attn-kata hint`); importing the modules registers the same."""
+    """registry.hints reads the catalogue (no torch for `attn-kata hint`); importing the modules registers the same."""
     from grader import checks as registered
 
     registered.load_all()

@@ -177,7 +177,7 @@ def n_params(structure: Any) -> int | None:
 
 
 # qkv_bias=True, passed positionally as the book calls the constructors (the order of probes.CTOR_ORDER, kept here
-# too: the checks' source is listed without importing torch, platforms/pytest_plugin.check_names)
+# too)
 CTOR_ORDER = ("d_in", "d_out", "context_length", "dropout", "num_heads", "qkv_bias")
 QKV_BIAS_CHECK = N_("qkv_bias=True adds a bias to W_query, W_key and W_value")
 NO_QKV_BIAS_PARAM = N_("the constructor takes no qkv_bias: add qkv_bias=False as its last parameter, as the book "

@@ -4,10 +4,12 @@ A step module (grader/checks/<step>.py) declares, at import:
   @cases(STEP)   def _(g: Gen) -> dict[str, Case]            the probes to run, with inputs drawn from the secret
   @check(STEP, N_("what is checked"), points=1)               a check (Outcome -> None, raises Failed), vouched;
   def mask_cut_to_num_tokens(r: Outcome) -> None               its function's name makes its id: `<step>.<name>`
-  hints(STEP, N_("nudge"), N_("key idea"), N_("recipe"))     the three hint levels (read without torch: registry.hints)
+  hints(STEP, N_("nudge"), N_("key idea"), N_("recipe"))     the three hint levels
   pictures(STEP, {"case": "what produced it"})               the cases whose output is a matrix of attention weights
   mistakes(STEP, {"id": N_("message")})  @diagnosis(STEP)    the classic mistakes its outputs can show (optional)
-and, where its outputs are random by design, a `proof` of work (grader.checks.vouching).
+and, where its outputs are random by design, a `proof` of work (grader.checks.vouching). `python -m grader.dev docs`
+writes what they declare into grader/checks/catalogue.json, which `attn-kata hint` and the pytest plugin read
+without importing torch (grader.registry.catalogue).
 
 Check names, hints and mistakes are msgids marked N_() (the Chinese is in grader/locale). Trusted side: imported
 by the grading process and the learner's commands, never by a worker.
@@ -31,6 +33,7 @@ CHECKS: dict[str, list[CheckSpec]] = {}
 HINTS: dict[str, tuple[str, ...]] = {}
 PICTURES: dict[str, dict[str, str]] = {}  # step -> case -> a label: what the learner's code computed there
 MISTAKES: dict[str, str] = {}  # diagnosis id -> its message (an English msgid)
+STEP_MISTAKES: dict[str, list[str]] = {}  # step -> the ids of the mistakes its module declares, in order
 # step -> fn(outcome, kit) -> ids of the mistakes its outputs show; `kit` is grader.grading.diagnose (its models)
 DIAGNOSES: dict[str, Callable[[Outcome, Any], list[str]]] = {}
 
@@ -74,7 +77,7 @@ def check(step: str, name: str, points: float = 1.0) -> Callable:
 def hints(step: str, *levels: str) -> tuple[str, ...]:
     """Register a step's hints: a nudge, the key idea with the book section, the shape-by-shape recipe (it may
     show the key lines). Printed through rich, so no square brackets that start with a letter (`x[i]` is markup).
-    Each must be a literal N_("…") call, so that grader.registry.hints reads them without importing the module."""
+    Each is an N_("…") msgid; grader.registry.hints reads them from the catalogue (python -m grader.dev docs)."""
     HINTS[step] = tuple(levels)
     return HINTS[step]
 
@@ -92,6 +95,7 @@ def mistakes(step: str, messages: dict[str, str]) -> None:
         if MISTAKES.get(diag_id, text) != text:
             raise ValueError(f"mistake {diag_id!r} registered twice with different messages ({step})")
         MISTAKES[diag_id] = text
+        STEP_MISTAKES.setdefault(step, []).append(diag_id)
 
 
 def diagnosis(step: str) -> Callable:

@@ -24,16 +24,13 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pytest
 
 from grader import i18n, submission
 from grader.i18n import N_
 from grader.settings import DEFAULT_TIMEOUT
-
-if TYPE_CHECKING:
-    import ast
 
 # the directory holding the grader package this plugin came from: `python -m grader` run there is this grader
 PACKAGE_PARENT = Path(__file__).resolve().parent.parent.parent
@@ -110,60 +107,19 @@ def _lang(config: pytest.Config) -> str:
 
 def check_names() -> dict[str, list[str]]:
     """Each step's check names (the English msgids), in the order the report lists them: read from the checks'
-    source, so that listing the tests (an IDE does it on every save) costs no torch import; imported as the
-    grader does when the source says something this reader does not follow."""
-    from grader.registry import STEPS
+    catalogue (grader.registry.catalogue), so that listing the tests (an IDE does it on every save) costs no torch
+    import; imported as the grader does when the catalogue cannot be read or lacks a step."""
+    from grader.registry import STEPS, catalogue
 
-    names = {s.id: _declared_checks(s.id) for s in STEPS}
+    declared = catalogue()
+    names = {s.id: [c["title"] for c in declared.get(s.id, {}).get("checks", [])
+                    if isinstance(c, dict) and isinstance(c.get("title"), str)] for s in STEPS}
     if all(names.values()):
         return names
     from grader import checks
 
     checks.load_all()  # public code (docs/design.md §7): no reference, no secret
     return {step: [c.name for c in specs] for step, specs in checks.CHECKS.items()}
-
-
-def _declared_checks(step: str) -> list[str]:
-    """The names in `@check(STEP, N_("…"))` decorators of grader/checks/<step>.py, in order ([] if unsure)."""
-    import ast
-    import importlib.util
-
-    spec = importlib.util.find_spec("grader.checks")  # imports `grader` only, not the checks (torch)
-    folders = list(spec.submodule_search_locations or []) if spec else []
-    try:
-        # the shared module first: a step may name a check declared there (common.QKV_BIAS_CHECK)
-        shared = ast.parse((Path(folders[0]) / "common.py").read_text(encoding="utf-8"))
-        tree = ast.parse((Path(folders[0]) / f"{step}.py").read_text(encoding="utf-8"))
-    except (IndexError, OSError, SyntaxError, ValueError):
-        return []
-    consts: dict[str, str] = {}
-    for node in (*shared.body, *tree.body):
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            value = _text(node.value, consts)
-            if value is not None:
-                consts[node.targets[0].id] = value
-    names = []
-    for node in tree.body:
-        for deco in getattr(node, "decorator_list", []):
-            if isinstance(deco, ast.Call) and isinstance(deco.func, ast.Name) and deco.func.id == "check":
-                args = [_text(a, consts) for a in deco.args[:2]]
-                if len(args) < 2 or args[0] != step or args[1] is None:
-                    return []
-                names.append(args[1])
-    return names
-
-
-def _text(node: ast.expr, consts: dict[str, str]) -> str | None:
-    """A string literal, `N_("…")`, or a module constant holding one; None for anything else."""
-    import ast
-
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return node.value
-    if isinstance(node, ast.Name):
-        return consts.get(node.id)
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "N_" and len(node.args) == 1:
-        return _text(node.args[0], consts)
-    return None
 
 
 class KataFailure(Exception):
