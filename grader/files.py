@@ -25,8 +25,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO
 
-__all__ = ["NotARegularFile", "check_target", "open_no_follow", "remove_tree", "without_surrogates", "write_atomic",
-           "writing"]
+__all__ = ["NotARegularFile", "check_target", "open_no_follow", "remove_tree", "utf8_streams", "without_surrogates",
+           "write_atomic", "writing"]
 
 _UMASK = os.umask(0o022)  # read once, at import (os.umask can only be read by setting it), and put back
 os.umask(_UMASK)
@@ -62,6 +62,28 @@ else:
         """A file descriptor to read `path`, a file someone else controls (a student's upload): a link is never
         followed (ELOOP), a FIFO never blocks the open, and no child process inherits it."""
         return os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+
+
+def utf8_streams() -> None:
+    """Make stdout and stderr write whatever the kata says (✓, ≠, √, Chinese), never raise UnicodeEncodeError.
+
+    A file or a pipe that is not UTF-8 (Windows' ANSI code page, cp1252, for `attn-kata check > out.txt` or a CI
+    log; PYTHONIOENCODING=ascii) is switched to UTF-8, which every editor and log viewer reads. A terminal keeps
+    its encoding (Windows' console is UTF-8 already, through WriteConsoleW), and what it cannot show is replaced."""
+    for stream in (sys.stdout, sys.stderr):
+        encoding = (getattr(stream, "encoding", None) or "").lower().replace("-", "").replace("_", "")
+        reconfigure = getattr(stream, "reconfigure", None)  # a TextIOWrapper's; a test's capture may have none
+        if encoding in ("utf8", "utf8sig") or reconfigure is None:
+            continue
+        try:
+            tty = stream.isatty()
+        except (OSError, ValueError):
+            tty = False
+        with contextlib.suppress(OSError, ValueError, LookupError):
+            if tty:
+                reconfigure(errors="replace")
+            else:
+                reconfigure(encoding="utf-8", errors="replace")
 
 
 class NotARegularFile(OSError):
