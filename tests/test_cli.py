@@ -39,7 +39,7 @@ def test_grade_solutions_full_marks_and_exercises_not_started() -> None:
     assert len(ex["steps"]) == 14
 
 
-def test_the_quickstarts_comments_say_what_grade_and_check_exit_with() -> None:
+def test_the_quickstarts_comments_say_what_grade_and_check_exit_with(tmp_path: Path) -> None:
     """Issue 38: `attn-kata grade exercises/  # every step "not started"` exits 0 where `check` exits 1; the
     quickstart says so. Its grade lines, as written, exit 0; `check` on the same stubs exits 1."""
     import shlex
@@ -54,7 +54,9 @@ def test_the_quickstarts_comments_say_what_grade_and_check_exit_with() -> None:
         statuses = {s["status"] for s in json.loads(done.stdout)["steps"]}
         assert statuses == ({"not_started"} if "not started" in comment else {"passed"}), (command, statuses)
     assert "`grade` exits 0 whenever it produced a report" in readme and "exits 1 until every step" in readme
-    assert kata("check", "--path", "exercises").returncode == 1
+    # a copy: check records progress, which would then show in the checkout's own `list`
+    shutil.copytree(ROOT / "exercises", tmp_path / "exercises", ignore=shutil.ignore_patterns(".attn-kata"))
+    assert kata("check", "--path", str(tmp_path / "exercises")).returncode == 1
 
 
 def test_check_exit_code_follows_the_steps(tmp_path: Path) -> None:
