@@ -38,7 +38,7 @@ LACKS_BY_DESIGN = frozenset() if os.geteuid() == 0 else ROOT_ONLY
 WAIVER = "ATTN_KATA_ALLOW_WEAK_SANDBOX"
 
 
-# `pytest -n 2 --dist loadfile -m "not slow"`: a developer's quick loop (about a minute on the 2-core machine); CI runs
+# `pytest -n 2 --dist loadfile -m "not slow"`: a developer's quick loop (CONTRIBUTING.md: its time and load); CI runs
 # everything.
 # Slow are the modules that start real graders, daemons, notebooks or platforms again and again (each over 30 s
 # here; the red team's confinement tests also run in `pytest -m sandbox`, which a sandbox change should), and in
