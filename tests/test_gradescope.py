@@ -84,8 +84,9 @@ def test_run_autograder_names_a_folder_upload_by_its_files(tmp_path: Path, autog
     from grader import i18n
 
     with i18n.using("zh"):
-        assert gradescope.graded_what(nested, upload) == ("已评分：exercises/（step01_dot_scores.py, step02_softmax.py, "
-                                                          "step03_context_vector.py 以及另外 11 个文件）")
+        said = gradescope.graded_what(nested, upload)
+    assert said == ("已评分：exercises/（step01_dot_scores.py, step02_softmax.py, step03_context_vector.py "
+                    "以及另外 11 个文件）")
 
 
 def test_run_autograder_says_why_an_upload_cannot_be_read(tmp_path: Path, autograder_zip: Path) -> None:
