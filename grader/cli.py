@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -22,7 +24,7 @@ from grader.cli_args import (
     secret_value,
     step_ids,
 )
-from grader.files import write_atomic
+from grader.files import utf8_streams, write_atomic
 from grader.i18n import _
 from grader.registry import STEPS
 from grader.settings import DEFAULT_TIMEOUT
@@ -35,7 +37,7 @@ GRADING_COMMANDS = {"check", "grade", "batch", "watch", "doctor"}
 class _Seconds(click.FloatRange):
     """A FloatRange that also refuses nan (every comparison with nan is false, so a range lets it through)."""
 
-    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> float:
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
         seconds = super().convert(value, param, ctx)
         if seconds != seconds:
             self.fail(f"{value!r} is not a number of seconds", param, ctx)
@@ -75,6 +77,10 @@ class KataGroup(click.Group):
     """Ctrl-C anywhere in a command (its imports, the zygote's warm-up, grading) exits 130, never click's
     "Aborted!" and 1, which a script would read as a failing step."""
 
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        utf8_streams()  # before a word is written: ✓, ≠ and Chinese into a cp1252 pipe must not raise
+        return super().main(*args, **kwargs)
+
     def invoke(self, ctx: click.Context):  # type: ignore[no-untyped-def]
         try:
             return super().invoke(ctx)
@@ -96,7 +102,7 @@ def takes_path(command: click.Command | None) -> bool:
         "--path" in p.opts for p in command.params)
 
 
-def path_after_command(args: list[str], commands: dict[str, click.Command]) -> list[str]:
+def path_after_command(args: list[str], commands: Mapping[str, click.Command]) -> list[str]:
     """The arguments with a `--path X` / `--path=X` given before the subcommand moved just after it, when the
     subcommand takes `--path`; otherwise unchanged (click then says what is wrong)."""
     moved: list[str] = []
@@ -179,22 +185,23 @@ def lang_first(args: list[str]) -> list[str]:
 @click.pass_context
 def main(ctx: click.Context, lang: str | None, no_daemon: bool) -> None:
     """attention-kata: `attn-kata init` makes a workspace; write each step's file there, then `attn-kata check`."""
-    from grader.daemon import client
-
     chosen = lang  # said on this command line: `init` records it in the workspace, and only it
     lang = lang or workspace_lang(ctx.command.get_command(ctx, ctx.invoked_subcommand or ""),  # type: ignore[attr-defined]
                                   ctx.meta.get("attn_kata.argv", []))
-    if client.wanted(ctx.invoked_subcommand, ctx.meta.get("attn_kata.argv", []), no_daemon):
-        argv = client.argv_for(ctx.meta["attn_kata.argv"], lang or i18n.default_lang())
-        code = client.run(argv, ctx.find_root().info_name or "attn-kata",
-                          start=ctx.invoked_subcommand not in client.NEVER_STARTS)
-        if code is not None:  # else it could not answer: grade here, as if there were no daemon
-            sys.exit(code)
+    if sys.platform != "win32":  # the warm daemon is POSIX's: on Windows every command grades in its own process
+        from grader.daemon import client
+
+        if client.wanted(ctx.invoked_subcommand, ctx.meta.get("attn_kata.argv", []), no_daemon):
+            argv = client.argv_for(ctx.meta["attn_kata.argv"], lang or i18n.default_lang())
+            code = client.run(argv, ctx.find_root().info_name or "attn-kata",
+                              start=ctx.invoked_subcommand not in client.NEVER_STARTS)
+            if code is not None:  # else it could not answer: grade here, as if there were no daemon
+                sys.exit(code)
     if ctx.invoked_subcommand in GRADING_COMMANDS:
         from grader.pool import warm
 
         warm.warm_up()  # the zygote (or a spare worker) imports torch while this process goes on
-    if ctx.invoked_subcommand == "watch" and not client.bypassed(no_daemon):
+    if sys.platform != "win32" and ctx.invoked_subcommand == "watch" and not client.bypassed(no_daemon):
         client.start_in_background()  # so that the checks after this session are warm too
     ctx.obj = {"lang": lang or i18n.default_lang(), "chosen_lang": chosen}
     i18n.set_lang(ctx.obj["lang"])  # every learner-facing text from here on (grader/i18n.py)
@@ -390,32 +397,47 @@ def doctor(secret: str | None) -> None:
     from grader.settings import backend, portable_reason
 
     console = Console()
-    if backend() == "portable":
-        console.print(escape(_("backend: portable ({why})").format(why=portable_reason())))
-        console.print(escape(_("Your code runs in a separate process with a time limit, a private temp folder and a "
-                               "cleared environment. It is not confined: it can read and change what your user "
-                               "can. Grade only your own code here. Instructor grading with a secret needs Linux "
-                               "(the full sandbox), so it refuses on this machine.")))
-        if secret:
-            sys.exit(1)
-        return
-    from grader.instructor.doctor import diagnose, missing_required
+    if sys.platform == "linux" and backend() == "linux":
+        from grader.instructor.doctor import diagnose, missing_required
 
-    console.print(escape(_("backend: linux (each worker sandboxed; every row below is proven by an attack)")))
-    t = Table(title="worker confinement")
-    for col in ("layer", "claimed", "verified", "attack tried"):
-        t.add_column(col)
-    rows = diagnose(secret)
-    for name, claimed, verified, attack in rows:
-        active = claimed and verified
-        t.add_row(escape(name), "yes" if claimed else "no",
-                  "[green]active[/green]" if active else "[red]not active[/red]", escape(attack))
-    console.print(t)
-    missing = missing_required(rows)
-    if missing:
-        console.print(escape("missing for instructor grading (--secret): " + "; ".join(missing)))
-        if secret:
-            sys.exit(1)
+        console.print(escape(_("backend: linux (each worker sandboxed; every row below is proven by an attack)")))
+        t = Table(title="worker confinement")
+        for col in ("layer", "claimed", "verified", "attack tried"):
+            t.add_column(col)
+        rows = diagnose(secret)
+        for name, claimed, verified, attack in rows:
+            active = claimed and verified
+            t.add_row(escape(name), "yes" if claimed else "no",
+                      "[green]active[/green]" if active else "[red]not active[/red]", escape(attack))
+        console.print(t)
+        missing = missing_required(rows)
+        if missing:
+            console.print(escape("missing for instructor grading (--secret): " + "; ".join(missing)))
+            if secret:
+                sys.exit(1)
+        return
+    console.print(escape(_("backend: portable ({why})").format(why=portable_reason())))
+    console.print(escape(_("Your code runs in a separate process with a time limit, a private temp folder and a "
+                           "cleared environment. It is not confined: it can read and change what your user "
+                           "can. Grade only your own code here. Instructor grading with a secret needs Linux "
+                           "(the full sandbox), so it refuses on this machine.")))
+    console.print(escape(portable_here()))
+    if secret:
+        sys.exit(1)
+
+
+def portable_here() -> str:
+    """What a learner gets on this system, in plain words (doctor, on the portable backend)."""
+    if sys.platform == "win32":
+        return _("On Windows: every command grades in its own process (no background grader, so each check imports "
+                 "torch again, a few seconds); a step that runs too long is stopped with every process it started; "
+                 "there is no memory limit; `watch` reads single keys from the console.")
+    if sys.platform == "darwin":
+        return _("On macOS: the background grader keeps checks warm after the first; a step that runs too long is "
+                 "stopped with its whole process group; CPU time and file sizes are limited, memory is not (macOS "
+                 "does not enforce it); `watch` reads single keys from the terminal.")
+    return _("On this Linux set-up: the background grader keeps checks warm after the first; a step that runs too "
+             "long is stopped with its whole process group; CPU time, memory and file sizes are limited.")
 
 
 @main.command()

@@ -166,3 +166,62 @@ def test_grading_with_a_secret_refuses_on_the_portable_backend(monkeypatch: pyte
     finally:
         monkeypatch.delenv("ATTN_KATA_BACKEND")
         settings.backend.cache_clear()
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("system", ["darwin", "win32"])
+def test_the_loop_writes_into_a_cp1252_pipe(system: str, lang: str, tmp_path: Path) -> None:
+    """Windows writes a pipe or a file in its ANSI code page (`attn-kata check > out.txt`, a CI log): ✓, ≠, √ and
+    Chinese must come out, never a UnicodeEncodeError (issue 34). Under both simulations, in both languages."""
+    def attn(cwd: Path, *args: str) -> subprocess.CompletedProcess:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("ATTN_KATA_")}
+        env |= {"ATTN_KATA_LANG": lang, "ATTN_KATA_NO_DAEMON": "1", "OMP_NUM_THREADS": "1", "COLUMNS": "100",
+                "PYTHONIOENCODING": "cp1252"}
+        done = subprocess.run([sys.executable, str(SIM), system, "-m", "grader", *args], cwd=cwd, env=env,
+                              capture_output=True, timeout=300)
+        text = subprocess.CompletedProcess(done.args, done.returncode, done.stdout.decode("utf-8"),
+                                           done.stderr.decode("utf-8"))  # UTF-8, whatever the code page
+        assert "Traceback" not in text.stdout + text.stderr, text.stdout + text.stderr
+        return text
+
+    assert attn(tmp_path, "--version").returncode == 0
+    assert attn(tmp_path, "init", "ws").returncode == 0
+    ws = tmp_path / "ws"
+    listed = attn(ws, "list")
+    assert listed.returncode == 0 and "MultiHeadAttentionWrapper" in listed.stdout
+    stub = attn(ws, "check", "dot_scores")
+    assert stub.returncode == 1 and ("未开始" if lang == "zh" else "not started") in stub.stdout
+    shutil.copy(ROOT / "solutions" / "step01_dot_scores.py", next(ws.glob("*dot_scores.py")))
+    solved = attn(ws, "check", "dot_scores")
+    assert solved.returncode == 0 and ("通过" if lang == "zh" else "passed") in solved.stdout
+    hint = attn(ws, "hint", "softmax")
+    assert hint.returncode == 0 and ("提示 1/3" if lang == "zh" else "hint 1/3") in hint.stdout
+    graded = attn(ws, "grade", ".", "--format", "json", "--step", "dot_scores")
+    assert graded.returncode == 0 and json.loads(graded.stdout)["score"] == 5
+    doctor = attn(ws, "doctor")
+    assert doctor.returncode == 0 and "portable" in doctor.stdout
+    assert ("Windows" if system == "win32" else "macOS") in doctor.stdout  # what a learner gets there
+
+
+@pytest.mark.parametrize("system", ["darwin", "win32"])
+def test_watch_reads_single_keys_on_a_simulated_terminal(system: str, tmp_path: Path) -> None:
+    """watch on a terminal: Windows' keys through msvcrt.getwch (the simulation's own, over this terminal),
+    macOS's through termios; `h` shows a hint without Enter, `q` quits."""
+    import pexpect
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ATTN_KATA_")}
+    env |= {"ATTN_KATA_LANG": "en", "ATTN_KATA_NO_DAEMON": "1", "OMP_NUM_THREADS": "1", "COLUMNS": "120",
+            "NO_COLOR": "1"}  # no colour codes inside the words expected
+    assert _attn(system, tmp_path, "init", "ws").returncode == 0
+    child = pexpect.spawn(sys.executable, [str(SIM), system, "-m", "grader", "watch", "dot_scores"],
+                          cwd=str(tmp_path / "ws"), env=env, encoding="utf-8", timeout=120, dimensions=(40, 120))
+    try:
+        child.expect("not started")
+        child.expect("h: hint")  # the single-key legend: keys are read one by one
+        child.send("h")
+        child.expect("How similar is each input token to the query")  # hint 1/3's words (styled apart)
+        child.send("q")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 0, child.before

@@ -35,6 +35,7 @@ import os
 import selectors
 import shutil
 import signal
+import sys
 import time
 import traceback
 from collections import Counter
@@ -337,14 +338,17 @@ class _Grader:
         forked.send(self.sock, chunk)
 
     def kill(self) -> None:
-        with contextlib.suppress(OSError):
-            os.kill(self.pid, signal.SIGKILL)
+        if sys.platform == "linux":  # a grading process is forked from the zygote: Linux's alone (forked.start)
+            with contextlib.suppress(OSError):
+                os.kill(self.pid, signal.SIGKILL)
         self.sock.close()
 
     def gone(self) -> bool:
-        from grader.pool.zygote import running
+        if sys.platform == "linux":
+            from grader.pool.zygote import running
 
-        return not running(self.pid)
+            return not running(self.pid)
+        return True
 
 
 def _grade_in_pool(chunks: list[list[tuple[int, str]]], jobs: int, settings: dict[str, Any],
@@ -681,13 +685,15 @@ def _write_report(out: Path, e: Entry, report: dict[str, Any], settings: RunSett
 
 
 def _start_zygote() -> None:
-    from grader.pool import zygote
+    if sys.platform == "linux":  # elsewhere no grading process can start (forked.start says why)
+        from grader.pool import zygote
 
-    zygote.warm_up()
+        zygote.warm_up()
 
 
 def _stop_zygote() -> None:
     """Let the zygote exit and reap it, so its (and its workers') CPU time is accounted to this process."""
-    from grader.pool import zygote
+    if sys.platform == "linux":
+        from grader.pool import zygote
 
-    zygote.stop()
+        zygote.stop()
