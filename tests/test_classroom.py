@@ -14,6 +14,7 @@ import yaml
 from inproc import kata as run_in_process
 
 from grader.registry import STEPS
+from grader.torch_pin import TORCH_PIN
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -74,7 +75,7 @@ def test_one_command_grader_per_step_and_the_points_add_up_to_the_katas_total(te
     # the reporter reads each runner's result from <RUNNER IN CAPITALS>_RESULTS
     assert reporter["env"] == {f"{s.id.upper()}_RESULTS": f"${{{{steps.{s.id}.outputs.result}}}}" for s in STEPS}
     install = next(s["run"] for s in steps if "run" in s)
-    assert "pip install torch --index-url https://download.pytorch.org/whl/cpu" in install
+    assert f"pip install torch=={TORCH_PIN} --index-url https://download.pytorch.org/whl/cpu" in install  # the pin
 
 
 def command_env(tmp_path: Path) -> dict[str, str]:

@@ -26,9 +26,10 @@ from grader.i18n import _
 from grader.platforms.container import chosen_lang
 from grader.registry import STEPS
 from grader.settings import IMPORT_ROOT, KATA_ROOT, grader_version
+from grader.torch_pin import TORCH_CPU_INDEX, TORCH_PIN
 
 WORKFLOW = Path(".github") / "workflows" / "classroom.yml"
-TORCH_INDEX = "https://download.pytorch.org/whl/cpu"
+TORCH_INDEX = TORCH_CPU_INDEX  # grader/torch_pin.py
 # the workspace's path goes into a shell command line unquoted: only plain names
 SAFE_PATH = re.compile(r"[A-Za-z0-9._/-]+")
 STEP_MINUTES = limits.CLASSROOM_STEP_MINUTES  # the command grader's time-out per step, in minutes
@@ -86,7 +87,7 @@ def workflow(*, path: str = "exercises", lang: str = "en", install: str | None =
         f"          python-version: {_q(python)}",
         "      - name: Install torch (the CPU build, small and quick) and attention-kata",
         "        run: |",
-        f"          python -m pip install torch --index-url {TORCH_INDEX}",
+        f"          python -m pip install torch=={TORCH_PIN} --index-url {TORCH_INDEX}",
         f"          python -m pip install {_q(install)}",
     ]
     for s in STEPS:

@@ -24,12 +24,13 @@ from grader.files import writing
 from grader.i18n import _
 from grader.platforms.container import FAILED, Graded, grade_upload, in_language, run_command, run_script, write_results
 from grader.settings import IMPORT_ROOT, KATA_ROOT, grader_version
+from grader.torch_pin import PIP_FAIL_FAST, TORCH_CPU_INDEX, TORCH_PIN
 
 if TYPE_CHECKING:
     from grader.report import Report
 
 ROOT = IMPORT_ROOT  # a checkout's root; from an installed wheel, site-packages (the kata then in grader/kata/)
-TORCH_VERSION = "2.13.0"
+TORCH_VERSION = TORCH_PIN  # grader/torch_pin.py: the one pin
 
 SETUP_SH = f"""#!/usr/bin/env bash
 # Gradescope runs this once, as root, when it builds the autograder image. Everything goes into a venv
@@ -46,8 +47,22 @@ if ! command -v python3 >/dev/null || ! python3 -c "import ensurepip, venv" >/de
 fi
 python3 -m venv "$VENV"
 "$VENV/bin/python" -m pip install --upgrade pip
-# the CPU build of torch: no CUDA wheels in the image
-"$VENV/bin/python" -m pip install "torch=={TORCH_VERSION}" --index-url https://download.pytorch.org/whl/cpu
+# the CPU build of torch, the pinned version: no CUDA wheels in the image. Its source (docs/platforms.md):
+# TORCH_INDEX_URL (PyTorch's CPU index unless set; set it empty to use pip's own PIP_INDEX_URL or pip.conf),
+# TORCH_FIND_LINKS (a folder or page holding the wheel), and pip's own PIP_INDEX_URL, PIP_EXTRA_INDEX_URL and
+# PIP_FIND_LINKS, which pip reads from the environment. One retry of 15 s, then a message, not minutes of retries.
+TORCH_INDEX_URL="${{TORCH_INDEX_URL-{TORCH_CPU_INDEX}}}"
+TORCH_SOURCE=()
+if [ -n "$TORCH_INDEX_URL" ]; then TORCH_SOURCE+=(--index-url "$TORCH_INDEX_URL"); fi
+if [ -n "${{TORCH_FIND_LINKS:-}}" ]; then TORCH_SOURCE+=(--find-links "$TORCH_FIND_LINKS"); fi
+"$VENV/bin/python" -m pip install {PIP_FAIL_FAST} "torch=={TORCH_VERSION}" \
+    ${{TORCH_SOURCE[@]+"${{TORCH_SOURCE[@]}}"}} || {{
+    echo "setup.sh: could not install torch=={TORCH_VERSION} from ${{TORCH_INDEX_URL:-the configured index}}" \
+         "${{TORCH_FIND_LINKS:+or $TORCH_FIND_LINKS}}" >&2
+    echo "setup.sh: give it a source this image can reach: TORCH_INDEX_URL=URL (a mirror)," \
+         "TORCH_FIND_LINKS=DIR (a folder with the wheel), or PIP_INDEX_URL / PIP_FIND_LINKS (docs/platforms.md)" >&2
+    exit 1
+}}
 "$VENV/bin/python" -m pip install -e "$SRC/kata"
 mkdir -p "${{ATTN_KATA_BIN_DIR:-/usr/local/bin}}"
 ln -sf "$VENV/bin/attn-kata" "${{ATTN_KATA_BIN_DIR:-/usr/local/bin}}/attn-kata"  # `attn-kata doctor` in the image

@@ -37,6 +37,7 @@ from grader.platforms.container import (
 )
 from grader.registry import STEPS
 from grader.settings import KATA_ROOT, grader_version
+from grader.torch_pin import PIP_FAIL_FAST, TORCH_CPU_INDEX, TORCH_PIN
 
 if TYPE_CHECKING:
     from grader.report import Report
@@ -54,17 +55,29 @@ RUN_SH = run_script(
     failed_comment="the grader itself failed: not the student's fault, so not gradable (no attempt used), never a 0",
     failed_json='{"gradable": false, "format_errors": ["' + FAILED + '"], "tests": []}')
 
-DOCKERFILE = """# The image PrairieLearn grades in: Python and the CPU build of torch (the kata comes in /grade/tests).
+DOCKERFILE = f"""# The image PrairieLearn grades in: Python, the CPU build of torch {TORCH_PIN} (the kata: /grade/tests)
 # docker build -t YOU/attn-kata-grader . && docker push YOU/attn-kata-grader, then set "image" in info.json.
 # In a venv: on a Debian 12 or Ubuntu 24.04 base (python3 from apt) pip refuses the system Python (PEP 668).
+# torch's source (docs/platforms.md): --build-arg TORCH_INDEX_URL=URL (a mirror; empty: pip's own index),
+# TORCH_FIND_LINKS=URL (a page with the wheel, e.g. `python -m http.server` beside it), pip's own PIP_INDEX_URL,
+# PIP_EXTRA_INDEX_URL and PIP_FIND_LINKS, passed through. One retry of 15 s, then a message.
 FROM python:3.11-slim
+ARG TORCH_INDEX_URL={TORCH_CPU_INDEX}
+ARG TORCH_FIND_LINKS=
+ARG PIP_INDEX_URL
+ARG PIP_EXTRA_INDEX_URL
+ARG PIP_FIND_LINKS
 ENV VIRTUAL_ENV=/opt/attn-kata PATH=/opt/attn-kata/bin:$PATH ATTN_KATA_PYTHON=/opt/attn-kata/bin/python
 RUN python -m venv /opt/attn-kata \\
- && /opt/attn-kata/bin/python -m pip install --no-cache-dir torch --index-url https://download.pytorch.org/whl/cpu \\
- && /opt/attn-kata/bin/python -m pip install --no-cache-dir numpy "safetensors>=0.4" "pytest>=8" "click>=8.1" \\
+ && /opt/attn-kata/bin/python -m pip install --no-cache-dir {PIP_FAIL_FAST} "torch=={TORCH_PIN}" \\
+    ${{TORCH_INDEX_URL:+--index-url "$TORCH_INDEX_URL"}} ${{TORCH_FIND_LINKS:+--find-links "$TORCH_FIND_LINKS"}} \\
+ || {{ echo "Dockerfile: could not install torch=={TORCH_PIN} from ${{TORCH_INDEX_URL:-the configured index}}" \\
+      "${{TORCH_FIND_LINKS:+or $TORCH_FIND_LINKS}}; give it a source this build can reach:" \\
+      "--build-arg TORCH_INDEX_URL=URL, TORCH_FIND_LINKS=DIR or PIP_INDEX_URL=URL (docs/platforms.md)" >&2; exit 1; }}
+RUN /opt/attn-kata/bin/python -m pip install --no-cache-dir numpy "safetensors>=0.4" "pytest>=8" "click>=8.1" \\
     "rich>=13" "nbformat>=5" "platformdirs>=3" "watchfiles>=0.21"
 # `attn-kata` on PATH (e.g. `attn-kata doctor` in the image), from the kata PrairieLearn mounts in /grade/tests
-RUN printf '#!/bin/sh\\nexport PYTHONPATH=/grade/tests/kata${PYTHONPATH:+:$PYTHONPATH}\\nexec %s -m grader "$@"\\n' \\
+RUN printf '#!/bin/sh\\nexport PYTHONPATH=/grade/tests/kata${{PYTHONPATH:+:$PYTHONPATH}}\\nexec %s -m grader "$@"\\n' \\
     /opt/attn-kata/bin/python > /usr/local/bin/attn-kata && chmod 755 /usr/local/bin/attn-kata
 """
 
