@@ -176,16 +176,38 @@ def lang_first(args: list[str]) -> list[str]:
     return front + rest
 
 
+def show_version(ctx: click.Context, value: bool) -> None:
+    """`--version`: the version, and a warning where torch is a CUDA build with no GPU to use it (issue 38)."""
+    if not value or ctx.resilient_parsing:
+        return
+    from grader.settings import grader_version
+    from grader.torch_pin import cuda_warning
+
+    click.echo(f"attn-kata, version {grader_version()}")
+    i18n.set_lang(i18n.default_lang())
+    warning = cuda_warning()
+    if warning:
+        click.echo(warning, err=True)
+    ctx.exit()
+
+
 @click.group(cls=KataGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--lang", type=LANGS, default=None, help="Language of learner-facing text (default: from the locale); "
               "before or after the subcommand.")
 @click.option("--no-daemon", is_flag=True, help="Grade in this process, not in the warm background grader "
               "(or ATTN_KATA_NO_DAEMON=1); before or after the subcommand.")
-@click.version_option(None, "--version", package_name="attention-kata", prog_name="attn-kata")
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=lambda c, p, v: show_version(c, v),
+              help="Show the version and exit.")
 @click.pass_context
 def main(ctx: click.Context, lang: str | None, no_daemon: bool) -> None:
     """attention-kata: `attn-kata init` makes a workspace; write each step's file there, then `attn-kata check`."""
     chosen = lang  # said on this command line: `init` records it in the workspace, and only it
+    if ctx.invoked_subcommand in GRADING_COMMANDS:
+        from grader.torch_pin import missing_torch, missing_torch_message
+
+        if missing_torch():  # say which command installs it, rather than a worker's traceback (issue 38)
+            i18n.set_lang(lang or i18n.default_lang())
+            fail(missing_torch_message(), EXIT_INFRA)
     lang = lang or workspace_lang(ctx.command.get_command(ctx, ctx.invoked_subcommand or ""),  # type: ignore[attr-defined]
                                   ctx.meta.get("attn_kata.argv", []))
     if sys.platform != "win32":  # the warm daemon is POSIX's: on Windows every command grades in its own process
@@ -282,7 +304,8 @@ def hint(obj: dict, step: str, workspace: Path, show_all: bool) -> None:
 @click.option("--out", type=click.Path(path_type=Path), default=None,
               help="Write the report here instead of stdout (gradescope: results.json).")
 @click.option("--allow-weak-sandbox", is_flag=True, help="With a secret: grade even where `attn-kata doctor` "
-              "finds a needed sandbox layer missing (scores may then be gamed).")
+              "finds a needed layer of the Linux sandbox missing (scores may then be gamed). Never on the portable "
+              "backend, which holds no secret, waived or not.")
 @click.option("--html", type=click.Path(path_type=Path, dir_okay=False), default=None,
               help="Also write a self-contained HTML report (heatmaps of the attention weights).")
 @click.option("--cases-per-upload", is_flag=True,
@@ -397,6 +420,11 @@ def doctor(secret: str | None) -> None:
     from grader.settings import backend, portable_reason
 
     console = Console()
+    from grader.torch_pin import cuda_warning
+
+    warning = cuda_warning()  # a CUDA build of torch with no GPU: the GBs it cost, and the command (issue 38)
+    if warning:
+        console.print(escape(warning), style="yellow")
     if sys.platform == "linux" and backend() == "linux":
         from grader.instructor.doctor import diagnose, missing_required
 
@@ -465,7 +493,8 @@ def steps(obj: dict) -> None:
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no summary (for scripts).")
 @click.option("--step", "steps", multiple=True, help="Grade only these steps (repeatable).")
 @click.option("--allow-weak-sandbox", is_flag=True, help="With a secret: grade even where `attn-kata doctor` "
-              "finds a needed sandbox layer missing (scores may then be gamed).")
+              "finds a needed layer of the Linux sandbox missing (scores may then be gamed). Never on the portable "
+              "backend, which holds no secret, waived or not.")
 @click.pass_obj
 def batch(obj: dict, directory: Path, out: Path, jobs: int | None, resume: bool, regrade: bool, secret: str | None,
           timeout: float, quiet: bool, allow_weak_sandbox: bool, steps: tuple[str, ...]) -> None:
@@ -502,6 +531,22 @@ def batch(obj: dict, directory: Path, out: Path, jobs: int | None, resume: bool,
     except OSError as exc:  # OUT cannot be written
         cannot_write(out, exc)
     sys.exit(0 if result.ok else 1)
+
+
+@main.command()
+@click.argument("out", type=click.Path(path_type=Path, file_okay=False))
+@click.pass_obj
+def report(obj: dict, out: Path) -> None:
+    """Build OUT/class.html and OUT/class.json again from what `batch` left in OUT, without grading."""
+    from grader.instructor import classreport
+
+    if not (out / "gradebook.csv").is_file():
+        fail(_("attn-kata: {path} holds no gradebook.csv: run `attn-kata batch` into it first").format(path=out))
+    try:
+        classreport.write(out, obj["lang"])
+    except OSError as exc:
+        cannot_write(out, exc)
+    click.echo(_("class report: {path}").format(path=out / "class.html"), err=True)
 
 
 from grader.daemon.commands import daemon_group  # noqa: E402

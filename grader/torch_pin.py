@@ -5,8 +5,8 @@ Classroom's workflow are generated from it; .ci/run reads it from this file; the
 .github/workflows and the other .ci/ scripts name it, and tests/test_torch_pin.py fails when any tracked file
 names another torch version. pyproject.toml's `torch>=2.2` is the floor the grader supports, not a pin.
 
-Importable without torch: the CLI asks `missing_torch()` before the commands that need it, and `doctor` and
-`--version` ask `cuda_build_without_gpu()`.
+Importable without torch, and never imports it: the CLI asks `missing_torch()` before the commands that need
+torch, and `doctor` and `--version` ask `cuda_warning()`.
 """
 
 from __future__ import annotations
@@ -38,27 +38,49 @@ def _python() -> str:
     return "python" if not exe or " " in exe else exe
 
 
-def missing_torch() -> str | None:
-    """None where torch imports; otherwise why not, in a line (the exception's own words)."""
+def torch_folder() -> Path | None:
+    """Where `import torch` would come from, found without importing it (the CLI's own process never does)."""
+    import importlib.util
+
     try:
-        import torch  # noqa: F401
-    except Exception as exc:  # ImportError, or a broken install's OSError (a missing shared library)
-        return f"{type(exc).__name__}: {exc}"
-    return None
+        spec = importlib.util.find_spec("torch")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def missing_torch() -> bool:
+    """Is torch missing from this Python? (Found or not, without importing it.)"""
+    return torch_folder() is None
+
+
+def torch_cuda() -> str | None:
+    """torch.version.cuda, read from torch/version.py without importing torch (seconds, and CUDA's libraries)."""
+    import re
+
+    folder = torch_folder()
+    if folder is None:
+        return None
+    try:
+        text = (folder / "version.py").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    m = re.search(r"^cuda\s*(?::[^=\n]*)?=\s*['\"]([^'\"]+)['\"]", text, re.M)
+    return m.group(1) if m else None
 
 
 def has_gpu() -> bool:
-    """Is there an NVIDIA GPU here (its device files, or torch's own answer where it can give one cheaply)?"""
-    if os.environ.get("ATTN_KATA_ASSUME_NO_GPU") == "1":  # tests: the machine has no GPU, whatever it has
-        return False
-    if sys.platform == "linux" and Path("/dev/nvidiactl").exists():
-        return True
-    try:
-        import torch
+    """Is there an NVIDIA GPU here? Its driver's device files on Linux, nvidia-smi elsewhere; never torch's CUDA
+    initialisation. ATTN_KATA_ASSUME_NO_GPU=1 says there is none (the tests, on a machine that has one)."""
+    import shutil
 
-        return bool(torch.cuda.is_available())
-    except Exception:
+    if os.environ.get("ATTN_KATA_ASSUME_NO_GPU") == "1":
         return False
+    if sys.platform == "linux":
+        return Path("/dev/nvidiactl").exists() or Path("/proc/driver/nvidia/version").exists()
+    return shutil.which("nvidia-smi") is not None
 
 
 def nvidia_bytes() -> int:
@@ -78,15 +100,34 @@ def nvidia_bytes() -> int:
 
 def cuda_build_without_gpu() -> tuple[str, int] | None:
     """(torch's CUDA version, the bytes its CUDA wheels take) where torch is a CUDA build and there is no GPU here;
-    None otherwise (a CPU build, a GPU, or no torch). Reads torch.version.cuda without initialising CUDA."""
-    try:
-        import torch
-    except Exception:
-        return None
-    cuda = getattr(getattr(torch, "version", None), "cuda", None)
+    None otherwise (a CPU build, a GPU, or no torch)."""
+    cuda = torch_cuda()
     if not cuda or has_gpu():
         return None
-    return str(cuda), nvidia_bytes()
+    return cuda, nvidia_bytes()
+
+
+def cuda_warning() -> str | None:
+    """The learner's warning about a CUDA build with no GPU to use it, or None."""
+    from grader.i18n import _
+
+    found = cuda_build_without_gpu()
+    if found is None:
+        return None
+    cuda, size = found
+    return _("warning: this torch is a CUDA build (CUDA {cuda}) and this machine has no NVIDIA GPU: its CUDA "
+             "libraries take {size} for nothing. The kata needs only the CPU build: {command} (then "
+             "`pip uninstall` the nvidia-* packages `pip list` shows)").format(
+                 cuda=cuda, size=size_words(size), command=cpu_replace_command())
+
+
+def missing_torch_message() -> str:
+    """What the CLI says where torch is not installed."""
+    from grader.i18n import _
+
+    return _("torch is not installed in this Python ({python}). Install its CPU build first: {command} (where "
+             "PyTorch's index cannot be reached, the README's \"PyTorch's index blocked?\" says how to install it "
+             "from a local wheel or a mirror)").format(python=sys.executable, command=cpu_install_command())
 
 
 def size_words(n: int) -> str:

@@ -10,8 +10,8 @@ from pathlib import Path
 from grader.torch_pin import TORCH_CPU_INDEX, TORCH_PIN
 
 ROOT = Path(__file__).resolve().parent.parent
-# `torch` then a comparison then a version: torch==2.13.0, "torch>=2.2", torch ~= 2.1 (split so this file's own
-# source does not match)
+# `torch`, a comparison, a version: "torch" "==" "2.13.0" written together (the operators are split so that this
+# file does not match itself)
 VERSION = re.compile(r"\btorch\s*(" + "==|>=|<=|~=|!=|<|>" + r")\s*([0-9][0-9A-Za-z.+*]*)")
 
 
