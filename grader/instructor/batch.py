@@ -48,6 +48,7 @@ from grader import i18n, limits
 from grader.files import write_atomic
 from grader.grading import forked
 from grader.i18n import N_, _
+from grader.instructor import classreport
 from grader.instructor.discovery import (
     EMPTY,
     ERROR,
@@ -452,12 +453,15 @@ def run_batch(*, directory: str | Path, out: str | Path, jobs: int | None = None
                                     progress=progress, allow_weak_sandbox=allow_weak_sandbox, steps=steps,
                                     on_report=words.report)
             reports = final_records(entries, index, failures, words)
+            sources = classreport.read_sources(entries, reports)  # before .staging goes: the class report's pairs
         finally:
             index.close()
     finally:
         _stop_zygote()  # when nothing was left to grade, or discovery failed
         shutil.rmtree(staging, ignore_errors=True)  # OUT holds nothing but results
     summary = write_outputs(entries, reports, out, steps, settings)
+    classreport.save_sources(out, sources)
+    classreport.write(out, lang)  # class.json and class.html beside the gradebook (`attn-kata report` rebuilds them)
     not_graded = {e.student: e.rejected for e in entries if reports.get(e.slug) is None}  # worded: Outputs
     return BatchResult(len(entries), len(groups), reused, len(entries),
                        not_graded, time.monotonic() - t0, summary, out,
