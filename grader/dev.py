@@ -1,18 +1,21 @@
 """For the kata's developers: the docs' generated blocks, written from the code (`python -m grader.dev docs`).
 
-Two blocks of the docs are generated, each between an HTML comment pair that a reader's Markdown hides, and one
+Three blocks of the docs are generated, each between an HTML comment pair that a reader's Markdown hides, and one
 file:
 - README.md `<!-- steps:start -->` … `<!-- steps:end -->`: the step table, from grader/registry.py and the
   signatures of the public names in solutions/;
 - docs/instructors.md `<!-- limits:start -->` … `<!-- limits:end -->`: every bound of grader/limits.py;
+- docs/design.md `<!-- policy:start -->` … `<!-- policy:end -->`: the sandbox policy table, per context, from
+  grader/sandbox/policy.py (what grading with a secret needs, which the gate and doctor read too);
 - grader/checks/catalogue.json: what each step module declares (hints, checks with their ids, titles and points,
   pictures, mistakes), which `attn-kata hint` and the pytest plugin read without importing torch
   (grader.registry.catalogue).
 
-    python -m grader.dev docs            # rewrite all three in place
+    python -m grader.dev docs            # rewrite all four in place
     python -m grader.dev docs --check    # exit 1 if any is stale (tests/test_docs.py does the same)
     python -m grader.dev readme-steps    # print the step table
     python -m grader.dev limits-table    # print the limits table
+    python -m grader.dev policy-table    # print the sandbox policy table
     python -m grader.dev catalogue       # print the catalogue
 
 The tables import no torch (they read the registry, the limits and the solutions' source text); the catalogue is
@@ -27,10 +30,13 @@ from pathlib import Path
 
 from grader.limits import LIMITS
 from grader.registry import CATALOGUE, CHECKS_FOLDER, STEPS, Step
+from grader.sandbox import policy
 from grader.settings import IMPORT_ROOT, KATA_ROOT
 
 README = IMPORT_ROOT / "README.md"
 INSTRUCTORS = IMPORT_ROOT / "docs" / "instructors.md"
+DESIGN = IMPORT_ROOT / "docs" / "design.md"
+POLICY_MARKERS = ("<!-- policy:start -->", "<!-- policy:end -->")
 STEPS_MARKERS = ("<!-- steps:start -->", "<!-- steps:end -->")
 LIMITS_MARKERS = ("<!-- limits:start -->", "<!-- limits:end -->")
 
@@ -113,7 +119,8 @@ def generated() -> dict[Path, str]:
     """Each generated file's text as it should be now."""
     out = {}
     for path, markers, block in ((README, STEPS_MARKERS, readme_steps()),
-                                 (INSTRUCTORS, LIMITS_MARKERS, limits_table())):
+                                 (INSTRUCTORS, LIMITS_MARKERS, limits_table()),
+                                 (DESIGN, POLICY_MARKERS, policy.table_markdown())):
         out[path] = with_block(path.read_text(encoding="utf-8"), markers, block)
     out[CHECKS_FOLDER / CATALOGUE] = catalogue()
     return out
@@ -125,6 +132,8 @@ def main(argv: list[str]) -> int:
             print(readme_steps())
         case ["limits-table"]:
             print(limits_table())
+        case ["policy-table"]:
+            print(policy.table_markdown())
         case ["catalogue"]:
             print(catalogue(), end="")
         case ["docs", *rest] if rest in ([], ["--check"]):

@@ -96,6 +96,9 @@ class Report:
     # what confined the worker that ran this code (grader.grading.engine.sandbox_record); empty when none ran
     sandbox: dict[str, Any] = field(default_factory=dict)
     schema_minor: int = SCHEMA_MINOR
+    # what changes its scores, where a key graded it (`grade --secret`, a batch): the key's fingerprint (never the
+    # key: grader.settings.key_fingerprint), the time-out, the steps, the grader's version; absent without a key
+    settings: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         # a note may quote the learner's text (a notebook's magic line): cleaned like every message
@@ -115,7 +118,7 @@ class Report:
         return Report(self.submission, [s.worded(lang) for s in self.steps], [word(n, lang) for n in self.notes],
                       self.grader_version, self.schema_version,
                       [{k: word(v, lang) for k, v in f.items()} for f in self.flags], self.sandbox,
-                      self.schema_minor)
+                      self.schema_minor, dict(self.settings))
 
     def to_data(self) -> dict[str, Any]:
         """to_dict's shape with every message unworded (grader.i18n.to_data), for a process that words it
@@ -141,7 +144,7 @@ class Report:
                  for s in d["steps"]]
         return cls(d["submission"], steps, [from_data(n) for n in d["notes"]], d["grader_version"],
                    d["schema_version"], [{k: from_data(v) for k, v in f.items()} for f in d["flags"]],
-                   dict(d["sandbox"]), d.get("schema_minor", 0))
+                   dict(d["sandbox"]), d.get("schema_minor", 0), dict(d.get("settings") or {}))
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -155,4 +158,5 @@ class Report:
             "flags": [dict(f) for f in self.flags],
             "sandbox": dict(self.sandbox),
             "steps": [s.to_dict() for s in self.steps],
+            **({"settings": dict(self.settings)} if self.settings else {}),
         }

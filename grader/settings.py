@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import functools
+import hashlib
+import hmac
 import os
 import sys
 from pathlib import Path
@@ -56,6 +58,19 @@ def grader_version() -> str:
         return version("attention-kata")
     except PackageNotFoundError:
         return "0+unknown"
+
+
+NO_KEY = "none"  # the fingerprint recorded for a run without a key
+
+
+def key_fingerprint(secret: str) -> str:
+    """The one id a key is recorded by (a batch's index, every report graded with a key, the summary, the
+    gradebook): HMAC-SHA256 keyed by the secret over a fixed label, its first 16 hex digits; never the key, nor
+    anything a key could be read back from but by guessing it. "none" without a key. Computed in the trusted
+    process that holds the key."""
+    if not secret:
+        return NO_KEY
+    return hmac.new(secret.encode(), b"attn-kata key fingerprint", hashlib.sha256).hexdigest()[:16]
 
 
 def resolve_secret(secret: str | None) -> str:

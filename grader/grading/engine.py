@@ -32,7 +32,7 @@ from grader.pool.session import (
 )
 from grader.registry import BY_ID, STEPS, Step
 from grader.report import CheckResult, Report, StepResult, clean
-from grader.sandbox import channel, wire
+from grader.sandbox import channel, policy, wire
 from grader.settings import DEFAULT_TIMEOUT, LOAD_TIMEOUT, backend, grader_version, portable_reason, resolve_secret
 from grader.worker import probes
 
@@ -316,8 +316,22 @@ def collect(path: str | Path, *, steps: Iterable[str] | None = None, secret: str
                         timeout=timeout, config=config)
 
 
+def portable_refusal(secret: str | None) -> WeakSandbox | None:
+    """The portable backend never holds a secret, whatever is waived (sandbox/policy.py: the waiver covers the
+    Linux sandbox's layers only): its worker runs unconfined as the grader's user and could read the secret from
+    its ancestors' environment and command line. None where a secret may be held here."""
+    if policy.PORTABLE_HOLDS_SECRET or backend() != "portable" or not resolve_secret(secret):
+        return None
+    return WeakSandbox(_("grading with a secret needs the Linux sandbox; this machine runs the portable backend, "
+                         "which confines nothing ({why}) and never holds a secret, whatever is waived. Grade on "
+                         "Linux (see `attn-kata doctor`)").format(why=portable_reason()))
+
+
 def _collect(started: Started, *, secret: str | None, timeout: float,
              config: dict[str, Any] | None) -> Collected:
+    if (refused := portable_refusal(secret)) is not None:  # before the key is used, whatever the waiver says
+        started.close()
+        raise refused
     col, step_list, units = started.col, started.step_list, started.units
     plans, refs = prepared(resolve_secret(secret))
     sub = started.sub
@@ -350,11 +364,10 @@ def _collect(started: Started, *, secret: str | None, timeout: float,
                 col.sandbox = sandbox_record(layers, context, strong)
                 if strong and (missing := missing_layers(layers, context)):
                     # the worker saw it too and exited without importing the submission (grader.worker.serve)
-                    if backend() == "portable":  # no sandbox at all: it never holds a course's secret
-                        raise WeakSandbox(_("grading with a secret needs the Linux sandbox; this machine runs the "
-                                            "portable backend, which confines nothing ({why}). Grade on Linux "
-                                            "(see `attn-kata doctor`), or pass --allow-weak-sandbox").format(
-                            why=portable_reason()))
+                    if backend() == "portable":  # no sandbox at all (require_strong without a secret)
+                        raise WeakSandbox(_("this needs the Linux sandbox; this machine runs the portable "
+                                            "backend, which confines nothing ({why}). Grade on Linux (see "
+                                            "`attn-kata doctor`)").format(why=portable_reason()))
                     raise WeakSandbox(_("this machine's sandbox lacks what grading with a secret needs: {layers} "
                                         "(see `attn-kata doctor`; --allow-weak-sandbox grades anyway)").format(
                         layers=refusal(missing)))

@@ -27,6 +27,7 @@ from grader.grading import reference
 from grader.grading.engine import request
 from grader.pool.session import Worker
 from grader.registry import BY_ID
+from grader.sandbox import policy
 from grader.submission import step_path
 
 # Shared by the worker's attack and the control run here: look for `needles` (bytes) in every object the
@@ -400,7 +401,12 @@ class Layer:
     name: str
     claimed_by: tuple[str, ...]  # the worker's self-observed layers (grader.sandbox.confine.LAYERS) that provide it
     attack: str
-    required: bool = False  # needed for instructor grading (a secret given): grade/batch refuse without it
+
+    @property
+    def required(self) -> bool:
+        """Needed for instructor grading on a shared class host (a secret given): it proves a need of the policy
+        table (grader.sandbox.policy), which the gate checks too."""
+        return self.name in policy.required_rows("host")
 
 
 LAYERS = (
@@ -408,7 +414,7 @@ LAYERS = (
           ("network_namespace", "landlock_no_tcp", "seccomp_no_sockets"),
           "connect to a port the grader listens on"),
     Layer("kata files unreadable (Landlock)", ("landlock_filesystem",),
-          "read solutions/ from disk; open a terminal of the grader's user (/dev/pts)", True),
+          "read solutions/ from disk; open a terminal of the grader's user (/dev/pts)"),
     Layer("writes only in its own folder (Landlock)", ("landlock_filesystem",), "write a file outside its folder"),
     Layer("cannot signal the grader (PID namespace, Landlock scope or seccomp)",
           ("pid_namespace", "landlock_signal_scope", "seccomp_no_signals_out"), "send a signal to the grader process"),
@@ -417,23 +423,23 @@ LAYERS = (
     Layer("memory limit (RLIMIT_AS)", ("rlimits",), "allocate 3 GiB"),
     Layer("no core dumps", ("not_dumpable",),
           "read its core-size limit and whether it is dumpable (a core_pattern pipe ignores that limit)"),
-    Layer("not running as root", ("unprivileged_user",), "read its uid", True),
+    Layer("not running as root", ("unprivileged_user",), "read its uid"),
     Layer("owns nothing outside its folder (another uid, or seccomp)",
-          ("owns_nothing_outside", "seccomp_no_file_changes"), "chmod 04777 a file of the grader's user", True),
-    Layer("no capabilities", ("no_capabilities", "unprivileged_user"), "chown its own file to another user", True),
+          ("owns_nothing_outside", "seccomp_no_file_changes"), "chmod 04777 a file of the grader's user"),
+    Layer("no capabilities", ("no_capabilities", "unprivileged_user"), "chown its own file to another user"),
     Layer("other processes invisible (PID namespace, /proc hidden)", ("pid_namespace", "landlock_filesystem"),
-          "list /proc, read the grader's /proc/PID/cmdline", True),
+          "list /proc, read the grader's /proc/PID/cmdline"),
     Layer("the reference is unreachable", ("no_reference",),
-          "look for the reference in sys.modules, gc, linecache and its own memory", True),
+          "look for the reference in sys.modules, gc, linecache and its own memory"),
     Layer("the secret is unreachable", ("landlock_filesystem", "pid_namespace"),
-          "look for the secret in its own memory and in /proc/*/cmdline, environ", True),
+          "look for the secret in its own memory and in /proc/*/cmdline, environ"),
     Layer("no grader socket is reachable", ("seccomp_no_sockets",),
           "use an inherited socket; connect to a grader's Unix socket by path and in the abstract namespace, with a "
-          "socket from socket(2) and one from io_uring; re-connect one end of a datagram socketpair", True),
+          "socket from socket(2) and one from io_uring; re-connect one end of a datagram socketpair"),
     Layer("disk use capped (private tmpfs, or no file writes)", ("private_tmpfs", "landlock_no_file_writes"),
-          "write 100 files of 1 MiB (each under the file-size limit)", True),
+          "write 100 files of 1 MiB (each under the file-size limit)"),
     Layer("nothing shared with other workers (IPC namespace, no keyrings)", ("ipc_namespace", "seccomp_no_ipc"),
-          "create System V shared memory and a key in the user keyring", True),
+          "create System V shared memory and a key in the user keyring"),
     Layer("memory capped for the whole process tree (memory cgroup)", ("memory_cgroup",),
           "hold 5 × 400 MiB in forked children"),
     Layer("session", ("session",), "read its session id"),
@@ -441,17 +447,17 @@ LAYERS = (
     Layer("clean env", ("clean_env",), "read its environment"),
     # what Landlock does not mediate and no uid stops: seccomp refuses the calls (grader/sandbox/seccomp.py)
     Layer("its uid's files outside its folder keep mode, owner, times, xattrs (seccomp)", ("seccomp_no_file_changes",),
-          "chmod, chown, utime and setxattr a file outside its folder that its own uid owns", True),
+          "chmod, chown, utime and setxattr a file outside its folder that its own uid owns"),
     Layer("no file locks, taken or read (seccomp)", ("seccomp_no_file_changes",),
           "take a POSIX record lock, an OFD lock and a flock on a file it may read; read the locks there "
-          "(F_GETLK, F_OFD_GETLK)", True),
+          "(F_GETLK, F_OFD_GETLK)"),
     Layer("no tty input or inode-flag ioctls (seccomp)", ("seccomp_no_file_changes",),
-          "TIOCSTI and TIOCLINUX on /dev/null, FS_IOC_SETFLAGS on its own file: each refused by number (EPERM)", True),
+          "TIOCSTI and TIOCLINUX on /dev/null, FS_IOC_SETFLAGS on its own file: each refused by number (EPERM)"),
     Layer("no System V or POSIX IPC at all (seccomp)", ("seccomp_no_ipc",),
           "create a System V shared memory segment and a message queue, mode 666"),
     Layer("cannot change another process's limits or scheduling (PID namespace or seccomp)",
           ("pid_namespace", "seccomp_no_process_changes"),
-          "prlimit, setpriority and sched_setaffinity on the grader (each set to what it already is)", True),
+          "prlimit, setpriority and sched_setaffinity on the grader (each set to what it already is)"),
 )
 
 
@@ -588,7 +594,7 @@ def diagnose(secret: str | None = None, config: dict[str, Any] | None = None,
     return rows
 
 
-def missing_required(rows: list[tuple[str, bool, bool, str]]) -> list[str]:
-    """The layers instructor grading needs that are not active here."""
-    required = {layer.name for layer in LAYERS if layer.required}
+def missing_required(rows: list[tuple[str, bool, bool, str]], context: str = "host") -> list[str]:
+    """The layers instructor grading needs in `context` (the policy table's rows) that are not active here."""
+    required = set(policy.required_rows(context))
     return [name for name, claimed, verified, _ in rows if name in required and not (claimed and verified)]

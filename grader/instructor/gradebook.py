@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import hmac
 import io
 import json
 import re
@@ -23,20 +22,9 @@ from grader.i18n import N_, _
 from grader.instructor.discovery import Entry, escape_controls
 from grader.registry import STEPS
 from grader.report import clean
+from grader.settings import NO_KEY, key_fingerprint  # noqa: F401 - this module's API too (shared with grade --secret)
 
 # ---------------------------------------------------------------- keys and the index
-
-
-NO_KEY = "none"  # the fingerprint recorded for a run without a key
-
-
-def key_fingerprint(secret: str) -> str:
-    """The one id a key is recorded by (the index, reports, the summary, the gradebook): HMAC-SHA256 keyed by the
-    secret over a fixed label, its first 16 hex digits; never the key, nor anything a key could be read back from
-    but by guessing it. "none" without a key. Computed in the trusted process that holds the key."""
-    if not secret:
-        return NO_KEY
-    return hmac.new(secret.encode(), b"attn-kata key fingerprint", hashlib.sha256).hexdigest()[:16]
 
 
 @dataclass(frozen=True)

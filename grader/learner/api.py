@@ -13,7 +13,7 @@ from grader.learner import workspace as workspace_state
 from grader.registry import BY_ID, STEPS, Step
 from grader.render import reporters
 from grader.report import Report
-from grader.settings import DEFAULT_TIMEOUT, resolve_secret
+from grader.settings import DEFAULT_TIMEOUT, key_fingerprint, resolve_secret
 from grader.submission import STATE_DIR, graded, step_path
 
 __all__ = ["DEFAULT_TIMEOUT", "STATE_DIR", "check", "default_lang", "grade", "grade_report", "hint", "list_steps"]
@@ -121,8 +121,14 @@ def _graded(path: str | Path, *, secret: str | None, steps: list[str] | None, ti
         from grader.grading.cases_key import per_submission
 
         secret = per_submission(course_secret, Path(upload))
-    return _grade_pictures(path, html, pictures, steps=steps, secret=secret, timeout=timeout, lang=lang,
-                           config={"require_strong": strong})
+    report, mats = _grade_pictures(path, html, pictures, steps=steps, secret=secret, timeout=timeout, lang=lang,
+                                   config={"require_strong": strong})
+    if course_secret:  # which key graded it (its fingerprint, never the key), as a batch's reports say
+        chosen = set(steps or ())
+        report.settings = {"key_fingerprint": key_fingerprint(course_secret), "timeout": float(timeout),
+                           "steps": ",".join(s.id for s in STEPS if s.id in chosen) or "all",
+                           "grader_version": report.grader_version}
+    return report, mats
 
 
 def _print_heatmaps(report: Report, mats: dict, console: Console, lang: str) -> None:

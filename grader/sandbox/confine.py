@@ -126,63 +126,115 @@ def _new_netns() -> bool:
     return landlock.libc.unshare(CLONE_NEWNET) == 0  # libc as loaded once, in the zygote
 
 
-def confine(config: dict[str, Any]) -> None:
-    """Layered: own session, private dir, quiet stdio, clean env, own PID namespace (made by the zygote), no
-    network, a pids cgroup, no capabilities, nobody when the grader is root, rlimits, Landlock. Each layer is
-    recorded as what this process can observe of itself afterwards, never as what a step meant to do."""
-    limits = {**DEFAULT_LIMITS, **config.get("limits", {})}
-    skip = set(config.get("skip_layers") or ())  # fault injection for the tests: which layers to leave off
+class Confining:
+    """What the layers of one worker's confinement share, each leaving it for the next (`CONFINEMENT`)."""
+
+    __slots__ = ("cgroups", "config", "enforced", "filtered", "grader_gid", "grader_uid", "is_root", "layers",
+                 "limits", "nobody", "promised", "ruleset", "skip", "view", "workdir")
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        self.config = config
+        self.limits: dict[str, Any] = {**DEFAULT_LIMITS, **config.get("limits", {})}
+        self.skip = set(config.get("skip_layers") or ())  # fault injection for the tests: which layers to leave off
+        self.workdir: str = config["workdir"]  # made (and later removed) by the grader
+        self.grader_uid, self.grader_gid = os.geteuid(), os.getegid()
+        self.is_root = self.grader_uid == 0
+        self.view = self.nobody = False
+        self.layers: dict[str, bool] = {}  # what each layer function found it could apply
+        self.cgroups: dict[str, bool] = {}
+        self.ruleset, self.promised = -1, dict(landlock.NONE)
+        self.filtered: dict[str, bool] = {}
+        self.enforced: dict[str, bool] = {}
+
+
+def _session(c: Confining) -> None:
     os.setsid()  # own process group
-    workdir = config["workdir"]  # made (and later removed) by the grader
-    grader_uid, grader_gid = os.geteuid(), os.getegid()
-    is_root = grader_uid == 0
-    # a root grader's worker never keeps uid 0 (it would own every root-owned file: chmod needs no capability):
-    # it becomes NOBODY where NOBODY can reach what it must read, if need be through a mount view of its own
-    # that opens the way to a Python under a 0700 /root (_open_the_way); where neither is possible it stays
-    # root and says so (unprivileged_user, owns_nothing_outside: instructor grading refuses)
-    view = is_root and _own_mount_namespace()
-    nobody = False
-    if is_root and "user" not in skip:
+
+
+def _mount_view(c: Confining) -> None:
+    """A root grader's worker never keeps uid 0 (it would own every root-owned file: chmod needs no capability):
+    it becomes NOBODY where NOBODY can reach what it must read, if need be through a mount view of its own that
+    opens the way to a Python under a 0700 /root (_open_the_way); where neither is possible it stays root and
+    says so (unprivileged_user, owns_nothing_outside: instructor grading refuses)."""
+    c.view = c.is_root and _own_mount_namespace()
+    if c.is_root and "user" not in c.skip:
         way, importable, tmp = VIEW or prepare_view()
-        if os.path.dirname(workdir) != tmp:  # its work dir too, where the grader's temp dir is not the zygote's
-            way = _recipe(_merged(view_plan()[0], _plan([workdir], set())[0]))
-        nobody = importable and (not way or (view and _open_the_way(way)))
-    # a size-capped tmpfs of its own over the work dir, in a mount namespace of its own: what it writes cannot
-    # fill the shared disk, and vanishes with it (an immutable file included)
-    tmpfs = view and "tmpfs" not in skip and _private_tmpfs(workdir, int(limits["disk_bytes"]),
-                                                            NOBODY if nobody else grader_uid)
-    os.chdir(workdir)
-    # nothing the learner prints reaches the grader's stdout (and so never a --format json stream)
-    log = os.open(os.path.join(workdir, "output.log"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        if os.path.dirname(c.workdir) != tmp:  # its work dir too, where the grader's temp dir is not the zygote's
+            way = _recipe(_merged(view_plan()[0], _plan([c.workdir], set())[0]))
+        c.nobody = importable and (not way or (c.view and _open_the_way(way)))
+
+
+def _private_tmpfs_layer(c: Confining) -> None:
+    """A size-capped tmpfs of its own over the work dir, in a mount namespace of its own: what it writes cannot
+    fill the shared disk, and vanishes with it (an immutable file included)."""
+    c.layers["private_tmpfs"] = c.view and "tmpfs" not in c.skip and _private_tmpfs(
+        c.workdir, int(c.limits["disk_bytes"]), NOBODY if c.nobody else c.grader_uid)
+
+
+def _private_dir(c: Confining) -> None:
+    """Its work dir as its current folder; nothing the learner prints reaches the grader's stdout (and so never a
+    --format json stream): stdin from /dev/null, stdout and stderr to its capped log."""
+    os.chdir(c.workdir)
+    log = os.open(os.path.join(c.workdir, "output.log"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.dup2(log, 1)
     os.dup2(log, 2)
     os.close(log)
     os.close(devnull)
-    out = CappedOutput(1, int(limits["output_bytes"]))
-    sys.stdout = sys.stderr = out
+    sys.stdout = sys.stderr = CappedOutput(1, int(c.limits["output_bytes"]))
+
+
+def _clean_env(c: Confining) -> None:
     os.environ.clear()
-    os.environ.update(WORKER_ENV | {"HOME": workdir, "TMPDIR": workdir})
-    network = is_root and "network" not in skip and _new_netns()
-    cgroups = _join_cgroups(int(limits["processes"]), int(limits["tree_memory_bytes"]), int(config.get("pid", -1))) \
-        if is_root and "cgroup" not in skip else {}
-    ipc = is_root and "ipc" not in skip and landlock.libc.unshare(CLONE_NEWIPC) == 0  # no shared memory, queues
-    # without a tmpfs of its own, where the disk must be capped (grading with a secret on a shared class host:
-    # engine.worker_config), another way: the worker may write no file at all (its prints go to output.log, opened
-    # above and capped by RLIMIT_FSIZE); honest code writes none. A learner's own check keeps its folder writable
-    no_writes = not tmpfs and config.get("no_file_writes") is True
-    writable = [os.devnull] if no_writes else [workdir, os.devnull]
-    ruleset, promised = (-1, dict(landlock.NONE)) if "landlock" in skip else landlock.prepare(
-        read=[*readable_paths(), workdir], write=writable, scope_signals="landlock_signals" not in skip)
-    if nobody:  # after the namespaces and cgroups (they need root's capabilities)
-        _become_nobody(workdir, tmpfs)
-    # it dies with whoever forked it (a zygote, or the zygote that became its grading process): that one, killed,
-    # could no longer end it. After the change of uid, which clears the setting
+    os.environ.update(WORKER_ENV | {"HOME": c.workdir, "TMPDIR": c.workdir})
+
+
+def _network_namespace(c: Confining) -> None:
+    c.layers["network_namespace"] = c.is_root and "network" not in c.skip and _new_netns()
+
+
+def _join_cgroups_layer(c: Confining) -> None:
+    c.cgroups = _join_cgroups(int(c.limits["processes"]), int(c.limits["tree_memory_bytes"]),
+                              int(c.config.get("pid", -1))) if c.is_root and "cgroup" not in c.skip else {}
+
+
+def _ipc_namespace(c: Confining) -> None:  # no shared memory, queues
+    c.layers["ipc_namespace"] = c.is_root and "ipc" not in c.skip and landlock.libc.unshare(CLONE_NEWIPC) == 0
+
+
+def _landlock_rules(c: Confining) -> None:
+    """Landlock's rules, made now and enforced last. Without a tmpfs of its own, where the disk must be capped
+    (grading with a secret on a shared class host: engine.worker_config), another way: the worker may write no
+    file at all (its prints go to output.log, opened above and capped by RLIMIT_FSIZE); honest code writes none.
+    A learner's own check keeps its folder writable."""
+    no_writes = not c.layers["private_tmpfs"] and c.config.get("no_file_writes") is True
+    c.layers["landlock_no_file_writes"] = no_writes  # until enforce() says whether Landlock holds it
+    writable = [os.devnull] if no_writes else [c.workdir, os.devnull]
+    if "landlock" not in c.skip:
+        c.ruleset, c.promised = landlock.prepare(read=[*readable_paths(), c.workdir], write=writable,
+                                                 scope_signals="landlock_signals" not in c.skip)
+
+
+def _unprivileged_user(c: Confining) -> None:
+    if c.nobody:  # after the namespaces and cgroups (they need root's capabilities)
+        _become_nobody(c.workdir, c.layers["private_tmpfs"])
+
+
+def _parent_death_signal(c: Confining) -> None:
+    """It dies with whoever forked it (a zygote, or the zygote that became its grading process): that one, killed,
+    could no longer end it. After the change of uid, which clears the setting."""
     landlock.libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    owns_nothing = _owns_nothing_outside(grader_uid, grader_gid)
+
+
+def _owns_nothing_outside_layer(c: Confining) -> None:
+    c.layers["owns_nothing_outside"] = _owns_nothing_outside(c.grader_uid, c.grader_gid)
+
+
+def _rlimits(c: Confining) -> None:
+    limits = c.limits
     nproc = int(limits["processes"])
-    if os.geteuid() != 0 and not cgroups.get("pids_cgroup"):  # a pids cgroup caps the tree already
+    if os.geteuid() != 0 and not c.cgroups.get("pids_cgroup"):  # a pids cgroup caps the tree already
         nproc += _processes_of(os.geteuid())  # RLIMIT_NPROC counts the whole user
         _limit(resource.RLIMIT_NPROC, nproc)
     _limit(resource.RLIMIT_CORE, 0)
@@ -191,28 +243,74 @@ def confine(config: dict[str, Any]) -> None:
     _limit(resource.RLIMIT_NOFILE, int(limits["open_files"]))
     _limit(resource.RLIMIT_AS, _address_space() + int(limits["memory_bytes"]))
     torch.set_num_threads(1)
-    cgroups = {layer: joined and _in_cgroup(int(config.get("pid", -1)), layer)  # read back while /proc is visible
-               for layer, joined in cgroups.items()}
-    # after the netns and the cgroup (they need CAP_SYS_ADMIN), before Landlock
-    caps = "capabilities" not in skip and capabilities.drop_all()
-    # after the drop (and every unshare, mount and setuid above: the filter denies them), before Landlock's
-    # enforce; whatever the uid and whatever the drop could do (a grader that is not root keeps a full bounding
-    # set): install() sets no_new_privs itself. Read back by calls the filter must refuse, never by its return
-    filtered = seccomp.observed() if "seccomp" not in skip and seccomp.install() else {}
-    # never dumped: where core_pattern is a pipe (apport, systemd-coredump) the kernel runs its helper as root,
-    # outside the sandbox, on this process's memory whatever RLIMIT_CORE says
+
+
+def _cgroups_read_back(c: Confining) -> None:
+    pid = int(c.config.get("pid", -1))
+    c.cgroups = {layer: joined and _in_cgroup(pid, layer)  # read back while /proc is visible
+                 for layer, joined in c.cgroups.items()}
+
+
+def _no_capabilities(c: Confining) -> None:
+    """After the netns and the cgroup (they need CAP_SYS_ADMIN), before Landlock."""
+    c.layers["no_capabilities"] = "capabilities" not in c.skip and capabilities.drop_all()
+
+
+def _seccomp(c: Confining) -> None:
+    """After the drop (and every unshare, mount and setuid above: the filter denies them), before Landlock's
+    enforce; whatever the uid and whatever the drop could do (a grader that is not root keeps a full bounding
+    set): install() sets no_new_privs itself. Read back by calls the filter must refuse, never by its return."""
+    c.filtered = seccomp.observed() if "seccomp" not in c.skip and seccomp.install() else {}
+
+
+def _not_dumpable(c: Confining) -> None:
+    """Never dumped: where core_pattern is a pipe (apport, systemd-coredump) the kernel runs its helper as root,
+    outside the sandbox, on this process's memory whatever RLIMIT_CORE says."""
     landlock.libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
-    enforced = landlock.enforce(ruleset, promised)
-    LAYERS.clear()
-    LAYERS.update(_observed(workdir, limits) | {
-        "network_namespace": network,
-        "pids_cgroup": cgroups.get("pids_cgroup", False),
-        "memory_cgroup": cgroups.get("memory_cgroup", False),
-        "ipc_namespace": ipc,
-        "no_capabilities": caps,
-        "private_tmpfs": tmpfs,
-        "landlock_no_file_writes": no_writes and enforced["filesystem"],  # the disk capped without a tmpfs
-        "owns_nothing_outside": owns_nothing,
+
+
+def _landlock(c: Confining) -> None:
+    c.enforced = landlock.enforce(c.ruleset, c.promised)
+
+
+# The layers in the order they are applied, one small function each (as nsjail's containment reads): each row is
+# named by the layer it claims (grader.sandbox.policy's layer names) or, for a step that claims none, by what it
+# does. A red-team fix is one row and one function. What each claims is read back afterwards (`_record`).
+CONFINEMENT: tuple[tuple[str, Any], ...] = (
+    ("session", _session),
+    ("mount_view", _mount_view),
+    ("private_tmpfs", _private_tmpfs_layer),
+    ("private_dir", _private_dir),
+    ("clean_env", _clean_env),
+    ("network_namespace", _network_namespace),
+    ("cgroups", _join_cgroups_layer),
+    ("ipc_namespace", _ipc_namespace),
+    ("landlock_rules", _landlock_rules),
+    ("unprivileged_user", _unprivileged_user),
+    ("parent_death_signal", _parent_death_signal),
+    ("owns_nothing_outside", _owns_nothing_outside_layer),
+    ("rlimits", _rlimits),
+    ("cgroups_read_back", _cgroups_read_back),
+    ("no_capabilities", _no_capabilities),
+    ("seccomp", _seccomp),
+    ("not_dumpable", _not_dumpable),
+    ("landlock", _landlock),
+)
+
+
+def _record(c: Confining) -> dict[str, bool]:
+    """Each layer as this process can observe it of itself afterwards, never as what a step meant to do."""
+    filtered, enforced = c.filtered, c.enforced
+    return _observed(c.workdir, c.limits) | {
+        "network_namespace": c.layers["network_namespace"],
+        "pids_cgroup": c.cgroups.get("pids_cgroup", False),
+        "memory_cgroup": c.cgroups.get("memory_cgroup", False),
+        "ipc_namespace": c.layers["ipc_namespace"],
+        "no_capabilities": c.layers["no_capabilities"],
+        "private_tmpfs": c.layers["private_tmpfs"],
+        # the disk capped without a tmpfs
+        "landlock_no_file_writes": c.layers["landlock_no_file_writes"] and enforced["filesystem"],
+        "owns_nothing_outside": c.layers["owns_nothing_outside"],
         "seccomp_no_sockets": filtered.get("seccomp_no_sockets", False),
         # chmod, chown, utime, xattrs, file locks (taken or read), tty and inode-flag ioctls: refused
         "seccomp_no_file_changes": filtered.get("seccomp_no_file_changes", False),
@@ -224,7 +322,19 @@ def confine(config: dict[str, Any]) -> None:
         "landlock_filesystem": enforced["filesystem"],
         "landlock_no_tcp": enforced["tcp"],
         "landlock_signal_scope": enforced["signals"],
-    })
+    }
+
+
+def confine(config: dict[str, Any]) -> None:
+    """Layered (`CONFINEMENT`, in order): own session, a mount view and nobody when the grader is root, a private
+    tmpfs, a private dir with quiet stdio, a clean env, own PID namespace (made by the zygote), no network, a pids
+    and a memory cgroup, no IPC, rlimits, no capabilities, seccomp, not dumpable, Landlock. Each layer is recorded
+    as what this process can observe of itself afterwards, never as what a step meant to do."""
+    c = Confining(config)
+    for _name, layer in CONFINEMENT:
+        layer(c)
+    LAYERS.clear()
+    LAYERS.update(_record(c))
 
 
 CLONE_NEWIPC = 0x08000000
