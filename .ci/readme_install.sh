@@ -3,8 +3,9 @@
 # line by a user that is not root, with Debian's own /usr/bin/python3 (an externally managed Python: pip refuses
 # outside a venv), in an empty folder. The wheel built from this checkout stands in for the wheel file the README
 # names and for PyPI (PIP_FIND_LINKS); the git line names a placeholder repository and is only shown. PyTorch's
-# CPU index is used as written: where it cannot be reached, pip's configured find-links serve the same wheel (no
-# retries: an unreachable index cost ~80 s of pip's back-off, ten packages five times each).
+# CPU index is made unreachable (issue 38) and the README's fallback block followed: its fail-fast line must fail
+# within a minute, then its find-links line installs a local copy of the pinned CPU wheel; the torch installed is
+# checked to be the CPU build (torch.version.cuda is None) after the torch line and after the kata's line.
 # Called by .ci/run after wheel_smoke.sh; needs the dev venv active (its setuptools builds the wheel).
 set -euo pipefail
 REPO="$(cd "$(dirname "$0")/.." && pwd)"
@@ -24,7 +25,22 @@ assert len(blocks) == 2, f"expected the install block and the notebook block, fo
 for name, block in zip(("install.txt", "notebook.txt"), blocks):
     (work / name).write_text(block, encoding="utf-8")
     print(f"-- {name}\n{block}")
+fallback = re.findall(r"<!-- ci: \.ci/readme_install\.sh follows this block[^\n]*-->\n```bash\n(.*?)```", text, re.S)
+assert len(fallback) == 1, f"expected the blocked-index fallback block once, found {len(fallback)}"
+(work / "fallback.txt").write_text(fallback[0], encoding="utf-8")
+print(f"-- fallback.txt\n{fallback[0]}")
 EOF
+
+echo "== a local wheel for the fallback: the pinned CPU torch from this machine's find-links (else pip download)"
+TORCH_PIN="$(sed -n 's/^TORCH_PIN = "\(.*\)"$/\1/p' "$REPO/grader/torch_pin.py")"
+mkdir "$WORK/wheels"
+for d in ${PIP_FIND_LINKS:-} $(python -m pip config get global.find-links 2>/dev/null || true); do
+    for w in "${d#file://}"/torch-"$TORCH_PIN"+cpu-*.whl; do [ -f "$w" ] && ln -sf "$w" "$WORK/wheels/"; done
+done
+ls "$WORK"/wheels/torch-*.whl >/dev/null 2>&1 || python -m pip download -q --no-deps "torch==$TORCH_PIN" \
+    --index-url https://download.pytorch.org/whl/cpu -d "$WORK/wheels"
+ls "$WORK/wheels"
+chmod a+rx "$WORK/wheels"
 
 echo "== the wheel, under the name the README gives it"
 mkdir "$WORK/src" "$WORK/dist"
@@ -49,10 +65,20 @@ while IFS= read -r line; do
     case "\$line" in
         ""|"#"*) continue ;;
         *git+https://github.com/OWNER/*) printf '(shown, not run: a placeholder repository) %s\n' "\$line" ;;
-        *"--index-url https://download.pytorch.org/whl/cpu"*)  # as written; where that index cannot be reached
-            # and no find-links holds the wheel, the same pin from this machine's configured index (as .ci/run)
-            run "\$line" || { echo "(PyTorch's CPU index unreachable here: the same pin from the configured index)"
-                              run "\${line%%--index-url*}"; } ;;
+        *"--index-url https://download.pytorch.org/whl/cpu"*)
+            # PyTorch's CPU index made unreachable (issue 38), and pip given no other source: the fallback's first
+            # line fails, fast; then its find-links line, DIR a folder holding the pinned CPU wheel, installs it
+            first=\$(grep -m1 -- '--retries' "$WORK/fallback.txt" | sed 's/  *#.*//')
+            blocked="\${first/https:\/\/download.pytorch.org\/whl\/cpu/http:\/\/127.0.0.1:9\/whl\/cpu}"
+            began=\$(date +%s)
+            if run "env -u PIP_FIND_LINKS -u PIP_INDEX_URL -u PIP_EXTRA_INDEX_URL PIP_CONFIG_FILE=/dev/null \$blocked"
+            then echo "readme install: torch installed from an unreachable index"; exit 1; fi
+            took=\$((\$(date +%s) - began))
+            echo "(PyTorch's CPU index unreachable: the line failed in \$took s; now the README's fallback)"
+            [ "\$took" -lt 60 ] || { echo "readme install: the blocked index held pip for \$took s"; exit 1; }
+            local_wheel=\$(grep -m1 -- '--find-links DIR' "$WORK/fallback.txt" | sed 's/  *#.*//')
+            PIP_FIND_LINKS="$WORK/wheels" run "\${local_wheel//DIR/$WORK/wheels}"
+            python -c "import torch; assert torch.version.cuda is None, torch.version.cuda; print('torch', torch.__version__, 'CPU')" ;;
         "pip install attention-kata "*|"pip install attention-kata")
             pip uninstall -q -y attention-kata  # so that the registry line installs it again, from the stand-in
             PIP_FIND_LINKS="$WORK/dist" run "\$line" ;;
@@ -64,6 +90,8 @@ while IFS= read -r line; do
     esac
 done <"$WORK/install.txt"
 python -c "import grader, sys; assert grader.__file__.startswith(sys.prefix), grader.__file__"
+python -c "import torch; assert torch.version.cuda is None, torch.version.cuda"  # the kata's line kept the CPU build
+! attn-kata --version 2>&1 | grep 'CUDA build'
 [ "\$(command -v python3)" = "$WORK/home/.venv/bin/python3" ]
 "$WORK/home/.venv/bin/python3" -c "import sys; assert sys.base_prefix == '/usr', sys.base_prefix"
 run 'pip install "$built[notebook]"'
