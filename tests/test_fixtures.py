@@ -81,6 +81,8 @@ CORRECT_STEPS: dict[str, set[str]] = {
     # print inside): the loop point counts their work at two sizes (grader/worker/counting.py)
     "all_einsum_bmm.py": {"all_tokens"},
     "all_broadcast_vmap.py": {"all_tokens"},
+    # an extra parameter before qkv_bias (issue 37): the grader passes qkv_bias by keyword, as the book does
+    "mha_is_causal.py": {"multihead_attention"},
 }
 
 
@@ -281,6 +283,11 @@ FINDINGS = {
     ("tdo_one_head", "two_dim_output", "zh"): ("1 个头，应为 num_heads = 2", "这一分就会计入"),
     ("g2_qkv_bias", "gpt2_size", "en"): ("2,362,368 parameters, expected 2,360,064", "qkv_bias should stay False"),
     ("g2_qkv_bias", "gpt2_size", "zh"): ("共 2,362,368 个参数，应为 2,360,064", "qkv_bias 应保持为 False"),
+    # a misspelled flag, seen because qkv_bias is passed by keyword (issue 37)
+    ("wrap_qkv_bias_misspelled", "multihead_wrapper", "en"): ("no parameter `qkv_bias`", "did you mean `kqv_bias`?"),
+    ("wrap_qkv_bias_misspelled", "multihead_wrapper", "zh"): ("`qkv_bias`", "`kqv_bias`"),
+    ("ca_no_qkv_bias_param", "causal_attention", "en"): ("no parameter `qkv_bias`", "d_in, d_out, context_length, "
+                                                         "dropout"),
 }
 
 

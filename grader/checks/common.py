@@ -176,9 +176,8 @@ def n_params(structure: Any) -> int | None:
         return None
 
 
-# qkv_bias=True, passed positionally as the book calls the constructors (the order of probes.CTOR_ORDER, kept here
-# too)
-CTOR_ORDER = ("d_in", "d_out", "context_length", "dropout", "num_heads", "qkv_bias")
+# the constructors called as the book calls them (probes.CTOR_ORDER positionally, kept here too; qkv_bias by keyword)
+CTOR_ORDER = ("d_in", "d_out", "context_length", "dropout", "num_heads")
 QKV_BIAS_CHECK = N_("qkv_bias=True adds a bias to W_query, W_key and W_value")
 NO_QKV_BIAS_PARAM = N_("the constructor takes no qkv_bias: add qkv_bias=False as its last parameter, as the book "
                        "does (`{call}` raised {exception}: {message})")
@@ -196,7 +195,12 @@ def qkv_bias_added(r: Outcome, plain: str, built: str, case: str, no_bias: str, 
         raise Failed(describe_failure(base))  # said once, on the step's structure check (grader.checks.structure)
     res, plain_s = r.learner.get(built), claimed(r, plain, "structure")
     spec = r.case_specs[built].params
-    call = f"{spec['cls']}({', '.join(repr(spec['ctor'][k]) for k in CTOR_ORDER if k in spec['ctor'])})"
+    ctor = spec["ctor"]
+    args = [repr(ctor[k]) for k in CTOR_ORDER if k in ctor] + [f"{k}={v!r}" for k, v in ctor.items()
+                                                               if k not in CTOR_ORDER]
+    call = f"{spec['cls']}({', '.join(args)})"
+    if res is not None and res.status == "wrong_type":  # no parameter qkv_bias (probes._takes_keywords)
+        raise Failed(describe_failure(res))
     if res is not None and res.status == "error" and plain_s is not None:
         if res.exception == "TypeError" and "argument" in res.message:
             raise Failed(_(NO_QKV_BIAS_PARAM).format(call=call, exception=res.exception, message=res.message))

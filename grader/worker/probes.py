@@ -11,7 +11,9 @@ A probe is `fn(ns, inputs, **params) -> dict`, where `ns` maps public names to o
 from __future__ import annotations
 
 import contextlib
+import difflib
 import functools
+import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -36,6 +38,10 @@ NO_PARAMETER = N_("the module has no parameter `{name}` of shape {shape} (it has
 NO_PARAMETER_AT_ALL = N_("the module has no parameter `{name}` of shape {shape} (it has none)")
 NO_ROLE = N_("no parameter of yours could be matched to {roles} (your parameters: {have}): name them as the book "
              "does (W_query, W_key, W_value, out_proj), or so that each name says query, key, value or out")
+NO_QKV_BIAS = N_("your class has no parameter `qkv_bias` (did you mean `{close}`?): the book, and chapter 4's "
+                 "GPTModel, pass it by keyword, as qkv_bias=...")
+NO_QKV_BIAS_AT_ALL = N_("your class has no parameter `qkv_bias` (its parameters: {have}): add qkv_bias=False as its "
+                        "last parameter, as the book does; chapter 4's GPTModel passes it by keyword")
 PLAIN_LIST = N_("`self.{attr}` is a plain Python {type}: the modules in it are hidden from .parameters(), "
                 "state_dict() and .to(); keep them in an nn.ModuleList")
 # every template a worker may send back (probes here, the worker's own in grader/worker/serve.py)
@@ -44,6 +50,8 @@ MESSAGES = frozenset({
     NO_PARAMETER,
     NO_PARAMETER_AT_ALL,
     NO_ROLE,
+    NO_QKV_BIAS,
+    NO_QKV_BIAS_AT_ALL,
     PLAIN_LIST,
     N_("parameter `{name}` has shape {shape}, expected {want}"),
     N_("{cls}(...) built a {type}, expected an nn.Module"),
@@ -185,9 +193,33 @@ def _structure(module: nn.Module) -> dict[str, Any]:
     }
 
 
-# the book's order of the constructors' parameters: it calls them positionally, and so does the grader (a learner's
-# may be named otherwise: input_dim, ctx_length, ...)
-CTOR_ORDER = ("d_in", "d_out", "context_length", "dropout", "num_heads", "qkv_bias")
+# the book's order of the constructors' parameters: it passes these positionally, and so does the grader (a
+# learner's may be named otherwise: input_dim, ctx_length, ...); qkv_bias it passes by keyword (chapter 4's GPTModel:
+# qkv_bias=cfg["qkv_bias"]), and so does the grader, so an extra parameter before it (is_causal=True) takes no value
+# meant for it, and a misspelled one (kqv_bias) is seen
+CTOR_ORDER = ("d_in", "d_out", "context_length", "dropout", "num_heads")
+KEYWORD = ("qkv_bias",)
+
+
+def _takes_keywords(cls: Any, ctor: Mapping[str, Any]) -> None:
+    """Raise WrongType when `cls` cannot take a keyword the grader passes (qkv_bias), naming its closest parameter."""
+    wanted = [k for k in KEYWORD if k in ctor]
+    if not wanted:
+        return
+    try:
+        params = inspect.signature(cls).parameters
+    except (TypeError, ValueError):  # no signature to read: the call itself says what is wrong
+        return
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return
+    names = [n for n, p in params.items() if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                                        inspect.Parameter.KEYWORD_ONLY)]
+    for key in wanted:
+        if key not in names:
+            close = difflib.get_close_matches(key, names, n=1, cutoff=0.6)
+            if close:
+                raise WrongType(NO_QKV_BIAS, close=close[0])
+            raise WrongType(NO_QKV_BIAS_AT_ALL, have=", ".join(names) or "()")
 
 
 def _build(ns: Mapping[str, Any], cls: str, ctor: dict[str, Any], seed: int | None,
@@ -195,6 +227,7 @@ def _build(ns: Mapping[str, Any], cls: str, ctor: dict[str, Any], seed: int | No
     if seed is not None:
         torch.default_generator.manual_seed(seed)  # = torch.manual_seed on the CPU, without CUDA set-up
     args = [ctor[k] for k in CTOR_ORDER if k in ctor]
+    _takes_keywords(ns[cls], ctor)
     # GPT-2-size builds: seeded weights from a table instead of one generator call per element (fast_init.py)
     with fast_uniform() if fast_init else contextlib.nullcontext():
         module = ns[cls](*args, **{k: v for k, v in ctor.items() if k not in CTOR_ORDER})
