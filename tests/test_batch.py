@@ -81,8 +81,8 @@ def test_batch_writes_one_record_per_submission(uninterrupted: tuple[Path, subpr
     assert summary["statuses"] == {"graded": 8}
     assert {s["id"] for s in summary["steps"]} >= {"causal_attention", "dot_scores"}
     assert len(list((out / "feedback").glob("*.txt"))) == 8
-    assert sorted(p.name for p in out.iterdir()) == ["feedback", "gradebook.csv", "index.sqlite", "reports",
-                                                      "summary.json"]
+    assert sorted(p.name for p in out.iterdir()) == ["class.html", "class.json", "feedback", "gradebook.csv",
+                                                      "index.sqlite", "reports", "sources.json", "summary.json"]
     assert "Score:" in (out / "feedback" / "student003.txt").read_text(encoding="utf-8")
     db = sqlite3.connect(out / "index.sqlite")
     cols = [r[1] for r in db.execute("PRAGMA table_info(results)")]

@@ -195,8 +195,8 @@ def test_the_terminal_output_is_clean_and_out_holds_only_results(messy) -> None:
     assert "\x1b[2J" not in both and "Traceback" not in both and "MarkupError" not in both
     assert "eve[b]: ambiguous: several .ipynb files: [/b]one.ipynb" in both  # shown as it is, not parsed
     assert "\\x1b[2J" in both  # the escape shown, not obeyed
-    assert sorted(p.name for p in out.iterdir()) == ["feedback", "gradebook.csv", "index.sqlite", "reports",
-                                                      "summary.json"]
+    assert sorted(p.name for p in out.iterdir()) == ["class.html", "class.json", "feedback", "gradebook.csv",
+                                                      "index.sqlite", "reports", "sources.json", "summary.json"]
 
 
 # ---------------------------------------------------------------- discovery's rules, one at a time

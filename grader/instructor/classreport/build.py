@@ -17,6 +17,8 @@ SCHEMA_VERSION = 1
 BINS = 5  # score bins per step: 0-20 %, ..., 80-100 % of the step's points
 RARE = 0.05  # a diagnosis at most this share of the graded (and at most 2 students, or more) share is rare
 SHOWN_NAMES = 12  # students listed by name under a diagnosis; the rest counted
+SHOWN_PAIRS = 25  # pairs shown side by side (every pair is in the table and in class.json)
+CONTEXT = 2  # lines shown around the shared ones in a side-by-side view
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -221,11 +223,19 @@ def render_html(data: dict[str, Any], reports: dict[str, dict[str, Any]], source
              "cells": [None if v is None else (v, _colour(v / m if m else 0))
                        for v, m in zip(s["steps"], maxes, strict=True)]} for s in data["students"]]
     side = []
-    for p in data["similarity"]["pairs"]:
+    for p in data["similarity"]["pairs"][:SHOWN_PAIRS]:
         side.append({"pair": p, "a": _marked(sources.get(p["a"], ""), set(p["lines_a"])),
                      "b": _marked(sources.get(p["b"], ""), set(p["lines_b"]))})
     return env.get_template("class.html.j2").render(d=data, w=words, grid=grid, side=side, bins=BINS)
 
 
 def _marked(source: str, lines: set[int]) -> list[tuple[int, str, bool]]:
-    return [(i, text, i in lines) for i, text in enumerate(source.splitlines(), 1)]
+    """The shared lines, marked, with CONTEXT lines around each run; (0, "", False) where lines are left out."""
+    text = source.splitlines()
+    keep = {j for i in lines for j in range(i - CONTEXT, i + CONTEXT + 1) if 1 <= j <= len(text)}
+    out: list[tuple[int, str, bool]] = []
+    for i in sorted(keep):
+        if out and out[-1][0] != i - 1:
+            out.append((0, "", False))
+        out.append((i, text[i - 1], i in lines))
+    return out

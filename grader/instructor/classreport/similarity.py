@@ -1,9 +1,10 @@
 """Pairs of submissions unusually alike: winnowing fingerprints (Schleimer, Wilkerson, Aiken 2003, the method of
 MOSS and copydetect) over normalised tokens, the course's own code subtracted as boilerplate.
 
-Each submission is tokenised by Python's own tokenizer; comments, blank lines and layout go, every string becomes
-one token, and every identifier one placeholder (a renamed variable changes nothing), attribute names after a dot
-excepted where the object is not `self` (`torch.softmax` stays, `self.W_query` is a placeholder). Hashes of every
+Each submission is tokenised (one regular expression, as Python's tokenizer splits code); comments, blank lines
+and layout go, every string becomes one token, and every identifier one placeholder (a renamed variable changes
+nothing), attribute names after a dot excepted where the object is not `self` (`torch.softmax` stays, `self.W_query`
+is a placeholder). Hashes of every
 K tokens are winnowed (the smallest of each W in a row): a set of fingerprints, so reordering the functions changes
 nothing either. The fingerprints of the book's code (solutions/), the stubs (exercises/) and any other boilerplate
 are removed, and so are those that many classmates share (code the whole class typed from the book); what is left
@@ -18,10 +19,9 @@ ever compared) and runs in the trusted instructor process on text it already hol
 
 from __future__ import annotations
 
-import hashlib
-import io
 import keyword
-import tokenize
+import re
+import zlib
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -33,54 +33,66 @@ MIN_SHARED = 10  # nor a pair that shares fewer
 THRESHOLD = 0.5  # share of the smaller side's own fingerprints that the other side has too
 COMMON_SHARE = 0.2  # a fingerprint in more than this share of the class (and at least 4) is the class's, not a pair's
 
-_SKIP = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENCODING,
-         tokenize.ENDMARKER}
+# one pass of one regular expression (Python's tokenize module is ~5x slower, and a student's file that does not
+# tokenise to its end would lose its tail): strings, comments, names, numbers, operators, line breaks
+_TOKEN = re.compile(r"""(?P<s>[rRbBuUfF]{0,2}(?:\"\"\"[\s\S]*?\"\"\"|'''[\s\S]*?'''"""
+                    r"""|"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*'))"""
+                    r"|(?P<c>#[^\n]*)|(?P<n>[^\W\d]\w*)|(?P<d>\d[\w.]*)"
+                    r"|(?P<o>\*\*=?|//=?|->|:=|<<=?|>>=?|[-+*/%@&|^<>=!]=|[^\s\w])|(?P<nl>\n)")
+_MOD = (1 << 61) - 1
+_BASE = 1_000_003
 
 
 def tokens(source: str) -> list[tuple[str, int]]:
-    """(normalised token, line) for each token of `source`; a source that does not tokenise to its end keeps
-    what it had."""
+    """(normalised token, line) for each token of `source`: comments and layout dropped, each string "S", each
+    identifier "V" but a keyword, or an attribute named after a dot on anything but `self`."""
     out: list[tuple[str, int]] = []
-    prev = ""
-    before = ""
-    try:
-        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
-            if tok.type in _SKIP:
-                continue
-            text = tok.string
-            if tok.type == tokenize.NAME and not keyword.iskeyword(text):
-                text = text if prev == "." and before != "self" else "V"
-            elif tok.type == tokenize.STRING or tok.type == getattr(tokenize, "FSTRING_START", -1):
-                text = "S"
-            elif tok.type in (getattr(tokenize, "FSTRING_MIDDLE", -1), getattr(tokenize, "FSTRING_END", -1)):
-                continue
-            before, prev = prev, tok.string
-            out.append((text, tok.start[0]))
-    except (tokenize.TokenError, IndentationError, SyntaxError, ValueError):
-        pass
+    line, prev, before = 1, "", ""
+    for m in _TOKEN.finditer(source):
+        kind, text = m.lastgroup, m.group()
+        if kind == "nl":
+            line += 1
+            continue
+        if kind == "c":
+            continue
+        if kind == "s":
+            out.append(("S", line))
+            line += text.count("\n")
+            prev = before = ""
+            continue
+        shown = text
+        if kind == "n" and not keyword.iskeyword(text):
+            shown = text if prev == "." and before != "self" else "V"
+        before, prev = prev, text
+        out.append((shown, line))
     return out
 
 
 def fingerprints(source: str) -> dict[int, list[int]]:
-    """Winnowed fingerprints of `source`: hash -> the first lines of the k-grams it came from (each k-gram spans
-    K tokens: the lines from its first token's to its last's)."""
+    """Winnowed fingerprints of `source`: hash -> the lines of the k-grams it came from (each k-gram spans K
+    tokens: the lines from its first token's to its last's). A rolling hash over each token's CRC-32: the same
+    source gives the same fingerprints in every process (Python's own hash() is salted per process)."""
     toks = tokens(source)
     if len(toks) < K:
         return {}
-    hashes = []
-    for i in range(len(toks) - K + 1):
-        gram = "\x00".join(t for t, _ in toks[i:i + K])
-        hashes.append(int.from_bytes(hashlib.blake2b(gram.encode(), digest_size=8).digest(), "big"))
+    ids = [zlib.crc32(t.encode()) for t, _ in toks]
+    top = pow(_BASE, K - 1, _MOD)
+    h = 0
+    for v in ids[:K]:
+        h = (h * _BASE + v) % _MOD
+    hashes = [h]
+    for i in range(K, len(ids)):
+        h = ((h - ids[i - K] * top) * _BASE + ids[i]) % _MOD
+        hashes.append(h)
     out: dict[int, list[int]] = {}
     last = -1
     for start in range(max(1, len(hashes) - W + 1)):
         window = hashes[start:start + W]
         low = min(window)
-        at = start + max(i for i, h in enumerate(window) if h == low)  # the rightmost minimum (the paper's rule)
+        at = start + len(window) - 1 - window[::-1].index(low)  # the rightmost minimum (the paper's rule)
         if at != last:
             last = at
-            span = list(range(toks[at][1], toks[min(at + K, len(toks)) - 1][1] + 1))
-            out.setdefault(hashes[at], []).extend(span)
+            out.setdefault(hashes[at], []).extend(range(toks[at][1], toks[min(at + K, len(toks)) - 1][1] + 1))
     return out
 
 
