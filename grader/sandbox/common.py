@@ -14,6 +14,15 @@ from grader.sandbox import framing
 WORKER_ENV = {"PATH": os.defpath, "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1", "ATTN_KATA_WORKER": "1"}
 
 
+def work_caches(workdir: str) -> dict[str, str]:
+    """The caches a worker's libraries write, inside its own work dir: torch.compile's (FlexAttention compiles
+    through it) and Triton's. Left to their default, tempfile's directory as the zygote saw it, they name the
+    machine's /tmp and its sandbox user ("Permission denied: '/tmp/torchinductor_nobody'") and fail the
+    learner's correct code for a cause outside it."""
+    return {"TORCHINDUCTOR_CACHE_DIR": os.path.join(workdir, "torchinductor"),
+            "TRITON_CACHE_DIR": os.path.join(workdir, "triton")}
+
+
 class Transport(Protocol):
     """A worker's one channel to the grader: whole messages (grader/sandbox/framing.py's length-prefixed bytes)."""
 

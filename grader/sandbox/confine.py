@@ -21,7 +21,12 @@ import torch
 
 from grader import limits as bounds
 from grader.sandbox import capabilities, landlock, seccomp
-from grader.sandbox.common import CappedOutput, hard_exit, reset_torch_state  # noqa: F401 - this module's API too
+from grader.sandbox.common import (  # noqa: F401 - this module's API too
+    CappedOutput,
+    hard_exit,
+    reset_torch_state,
+    work_caches,
+)
 from grader.settings import KATA_ROOT
 
 DEFAULT_LIMITS: dict[str, Any] = {
@@ -187,7 +192,7 @@ def _private_dir(c: Confining) -> None:
 
 def _clean_env(c: Confining) -> None:
     os.environ.clear()
-    os.environ.update(WORKER_ENV | {"HOME": c.workdir, "TMPDIR": c.workdir})
+    os.environ.update(WORKER_ENV | {"HOME": c.workdir, "TMPDIR": c.workdir} | work_caches(c.workdir))
 
 
 def _network_namespace(c: Confining) -> None:
@@ -508,7 +513,7 @@ def _observed(workdir: str, limits: dict[str, Any]) -> dict[str, bool]:
         "session": os.getsid(0) == os.getpid(),
         "pid_namespace": os.getpid() == 1,  # PID 1 of a namespace of its own: no other process has a pid here
         "private_dir": st.st_uid == os.geteuid() and not st.st_mode & 0o077 and os.getcwd() == workdir,
-        "clean_env": set(os.environ) == set(WORKER_ENV) | {"HOME", "TMPDIR"},
+        "clean_env": set(os.environ) == set(WORKER_ENV) | {"HOME", "TMPDIR"} | set(work_caches(workdir)),
         "unprivileged_user": os.geteuid() != 0,
         "not_dumpable": landlock.libc.prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) == 0,
         "rlimits": resource.getrlimit(resource.RLIMIT_CORE)[0] == 0

@@ -96,7 +96,8 @@ def confine(config: dict[str, Any]) -> dict[str, bool]:
     os.close(devnull)
     sys.stdout = sys.stderr = common.CappedOutput(1, int(limits["output_bytes"]))
     os.environ.clear()
-    own = {"HOME": workdir, "TMPDIR": workdir, "TEMP": workdir, "TMP": workdir, "USERPROFILE": workdir}
+    own = {"HOME": workdir, "TMPDIR": workdir, "TEMP": workdir, "TMP": workdir, "USERPROFILE": workdir,
+           **common.work_caches(workdir)}
     os.environ.update(common.WORKER_ENV | own)
     tempfile.tempdir = workdir
     rlimits = _rlimits(limits)
