@@ -61,8 +61,11 @@ def planted_class(d: Path) -> dict[str, str]:
                                                   "attn_scores": "sc", "attn_weights": "wts"})))
     (d / "rosa.py").write_text(_reorder(_rename((CORRECT / "p_qkv_param.py").read_text(),
                                                 {"keys": "kk", "queries": "qq", "context_vec": "out"})))
+    buggy = (ROOT / "tests" / "fixtures" / "buggy" / "ca_einsum_scores_transposed.py").read_text()
+    (d / "tara.py").write_text(buggy)  # a mistake of her own, and a copy of it: the behaviour is evidence too
+    (d / "uma.py").write_text(_reorder(_rename(buggy, {"keys": "K", "queries": "Q", "values": "V_"})))
     (d / "sam.py").write_text("\n")
-    return {"quinn": "omar", "rosa": "pia"}
+    return {"quinn": "omar", "rosa": "pia", "uma": "tara"}
 
 
 def _batch(klass: Path, out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
@@ -91,6 +94,10 @@ def test_every_planted_copy_is_found_and_no_book_pair_is(graded: tuple[Path, dic
     assert found == {frozenset(p) for p in expected.items()}, found
     for p in data["similarity"]["pairs"]:
         assert p["evidence"] and p["lines_a"] and p["lines_b"] and p["similarity"] >= similarity.THRESHOLD
+    buggy = next(p for p in data["similarity"]["pairs"] if {p["a"], p["b"]} == {"tara", "uma"})
+    assert any("failed checks" in e for e in buggy["evidence"]), buggy["evidence"]
+    assert any("identical wrong outputs" in e for e in buggy["evidence"]), buggy["evidence"]
+    assert data["similarity"]["pairs"][0] == buggy  # the behaviour's evidence ranks it first
     assert data["similarity"]["lead_only"] is True
     # never a score: the gradebook is the grading's, and the report says what its numbers count
     assert data["mean"]["says"].startswith(f"mean of the {data['graded']} graded")
