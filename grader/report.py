@@ -11,9 +11,11 @@ from grader.files import without_surrogates
 from grader.i18n import Text, from_data, to_data, word, wording
 
 SCHEMA_VERSION = 1
-# keys added within schema_version 1, which a reader may look for (none is ever renamed): 1 = each check's `id`
-SCHEMA_MINOR = 1
+# keys added within schema_version 1, which a reader may look for (none is ever renamed): 1 = each check's `id`,
+# 2 = each check's `status` (CHECK_STATUSES: "waiting", a point that waits until the outputs match the reference)
+SCHEMA_MINOR = 2
 STATUSES = ("passed", "partial", "failed", "not_started", "error")
+CHECK_STATUSES = ("passed", "failed", "waiting")  # "waiting" scores 0, as "failed": nothing was found wrong yet
 # what a terminal, an editor or a spreadsheet may act on rather than show: C0 but tab and newline, DEL, C1 (some
 # terminals run U+009B as CSI), every bidi control (U+061C, U+200E/F, U+202A-E, U+2066-9) and the Unicode line
 # and paragraph separators
@@ -45,14 +47,20 @@ class CheckResult:
     # the check's stable id, `<step>.<name>` (grader.checks.registration.check_id): the same in every language and
     # version, what platforms and exports follow a check by; a retired id is never reused (grader/checks/ids.txt)
     id: str = ""
+    # not passed, and only because no output matches the reference yet (checks.Waiting): no finding, a neutral mark
+    waiting: bool = False
+
+    @property
+    def status(self) -> str:
+        return "passed" if self.passed else "waiting" if self.waiting else "failed"
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "name": self.name, "score": self.score, "max_score": self.max_score,
-                "passed": self.passed, "message": self.message}
+                "passed": self.passed, "status": self.status, "message": self.message}
 
     def worded(self, lang: str | None) -> CheckResult:
         return CheckResult(word(self.name, lang), self.score, self.max_score, self.passed, word(self.message, lang),
-                           self.id)
+                           self.id, self.waiting)
 
 
 @dataclass
@@ -138,7 +146,8 @@ class Report:
         """`to_data`'s inverse: the same report, its messages unworded again (to_dict: the same JSON)."""
         steps = [StepResult(s["id"], from_data(s["title"]), s["score"], s["max_score"], s["status"],
                             [CheckResult(from_data(c["name"]), c["score"], c["max_score"], c["passed"],
-                                         from_data(c["message"]), c.get("id", "")) for c in s["checks"]],
+                                         from_data(c["message"]), c.get("id", ""),
+                                         c.get("status") == "waiting") for c in s["checks"]],
                             s["detail"], from_data(s["message"]),
                             [{k: from_data(v) for k, v in g.items()} for g in s["diagnoses"]])
                  for s in d["steps"]]

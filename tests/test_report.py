@@ -15,6 +15,9 @@ def test_report_to_dict_equals_asdict() -> None:
                       CheckResult("b", 0.0, 1.0, False, "why")], "wrong_answer", "msg",
                       [{"id": "softmax_dim0", "message": "m"}])
     as_json = {k: v for k, v in dataclasses.asdict(step).items() if k != "pictures"}
+    for c, check in zip(as_json["checks"], step.checks, strict=True):  # `waiting` is said as the check's status
+        del c["waiting"]
+        c["status"] = check.status
     assert step.to_dict() == as_json
     assert list(step.to_dict()) == [f.name for f in dataclasses.fields(StepResult) if f.name != "pictures"]
     step.pictures = ["a matrix"]
@@ -55,7 +58,7 @@ def test_a_checks_id_is_in_the_json_and_survives_wording_and_transport() -> None
                        CheckResult("b", 0.0, 1.0, False, "why", "softmax.rows_sum_to_one")], "wrong_answer", "msg")
     report = Report("x.py", [step])
     d = report.to_dict()
-    assert (d["schema_version"], d["schema_minor"]) == (SCHEMA_VERSION, SCHEMA_MINOR) == (1, 1)
+    assert (d["schema_version"], d["schema_minor"]) == (SCHEMA_VERSION, SCHEMA_MINOR) == (1, 2)
     assert [c["id"] for c in d["steps"][0]["checks"]] == ["softmax.normalize_by_sum", "softmax.rows_sum_to_one"]
     assert [c.id for c in report.worded("zh").steps[0].checks] == [c.id for c in step.checks]
     again = Report.from_data(report.to_data())
@@ -67,3 +70,16 @@ def test_a_checks_id_is_in_the_json_and_survives_wording_and_transport() -> None
         del c["id"]
     read = Report.from_data(old)
     assert read.schema_minor == 0 and [c.id for c in read.steps[0].checks] == ["", ""]
+
+
+def test_a_point_that_waits_says_so_in_the_json_and_survives_wording_and_transport() -> None:
+    """A check that fails only because no output matches the reference yet has the status "waiting" (schema_minor
+    2), scores 0, and keeps that status through `worded` and the to_data/from_data round trip (issue 37)."""
+    step = StepResult("softmax", "Step 2", 0.0, 3.0, "failed",
+                      [CheckResult("a", 0.0, 1.0, False, "why", "softmax.a"),
+                       CheckResult("b", 0.0, 1.0, False, "waits", "softmax.b", waiting=True)], "wrong_answer", "msg")
+    report = Report("x.py", [step])
+    d = report.to_dict()
+    assert [c["status"] for c in d["steps"][0]["checks"]] == ["failed", "waiting"]
+    assert [c.status for c in report.worded("zh").steps[0].checks] == ["failed", "waiting"]
+    assert Report.from_data(report.to_data()).to_dict() == d

@@ -20,6 +20,15 @@ STRUCTURE_ATTR = "STRUCTURE_CHECK"
 SKIPPED = N_("skipped: see “{check}” (the same cause)")
 
 
+def waits(msg: str) -> bool:
+    """A failed check's message (its English value) says the point only waits for right outputs (checks.Waiting:
+    NOT_YET, common.SHOWN_BY_OUTPUTS): no finding, shown with a neutral mark and the status "waiting"."""
+    from grader.checks.common import SHOWN_BY_OUTPUTS  # common imports the checks' package, which imports this
+
+    _what, _sep, shown = SHOWN_BY_OUTPUTS.partition("{what}")
+    return str(msg) == str(_(NOT_YET)) or str(msg).endswith(shown)
+
+
 def structure_check(step: str) -> str | None:
     """The msgid of `step`'s structure check, if its module names one."""
     return getattr(importlib.import_module(f"grader.checks.{step}"), STRUCTURE_ATTR, None)

@@ -39,7 +39,7 @@ VOUCH_ATOL, VOUCH_RTOL = 1e-5, 1e-4  # as grader.checks.expect.close
 
 # what a check says while no output it reads is right yet (Outcome.require_work, Outcome._vouch): the concrete
 # finding, if it made one, and that the point follows; never why a fact is not believed yet (issue 26)
-NOT_YET = N_("nothing wrong found here; this point follows once your outputs match the reference (none does yet)")
+NOT_YET = N_("this point waits until your outputs match the reference (none does yet)")
 NOT_YET_AFTER = N_("{finding} — once that is fixed, this point follows when your outputs match the reference")
 
 PROOFS: dict[str, list[Callable[[Outcome], None]]] = {}  # per step: its proofs of work (`proof`)

@@ -536,7 +536,8 @@ def judge(collected: list[Collected], *, secret: str | None = None, with_picture
             specs = checks.CHECKS[sid]
             # a structural cause (heads in a plain list, parameters that match no role) is said once (issue 12)
             said = structure.first(sid, [c.name for c in specs], [v[c.key] for c in specs], col.learner[sid])
-            crs = [CheckResult(i18n.translate(None, c.name), c.points if ok else 0.0, c.points, ok, msg, c.id)
+            crs = [CheckResult(i18n.translate(None, c.name), c.points if ok else 0.0, c.points, ok, msg, c.id,
+                               not ok and structure.waits(msg))
                    for c, (ok, msg) in zip(specs, said, strict=True)]
             score = sum(c.score for c in crs)
             total = sum(c.max_score for c in crs)

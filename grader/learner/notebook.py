@@ -64,7 +64,7 @@ def _to_html(report: Report) -> str:
         if s.status == "error" and s.message:
             detail = html.escape(s.message)
         elif s.status not in ("passed", "not_started"):
-            detail = "<br>".join(f"✗ <b>{html.escape(c.name)}</b>: {html.escape(c.message)}"
+            detail = "<br>".join(f"{'○' if c.waiting else '✗'} <b>{html.escape(c.name)}</b>: {html.escape(c.message)}"
                                  for c in s.checks if not c.passed)
             label = _("diagnosis: ")
             detail += "".join(f"<br><span style='color:#0969da'>⚑ {html.escape(label + d.get('message', ''))}</span>"

@@ -72,6 +72,7 @@ ul.checks { margin: 4px 0; padding-left: 18px; }
 ul.checks li { margin: 2px 0; }
 li.fail::marker { content: "✗ "; color: #cf222e; }
 li.pass::marker { content: "✓ "; color: #1a7f37; }
+li.wait::marker { content: "○ "; color: #9a6700; }
 li.diag { list-style: none; color: #0969da; }
 .msg { color: #57606a; font-size: 12px; display: block; }
 .pair { display: flex; gap: 32px; align-items: flex-start; flex-wrap: wrap; }
@@ -180,7 +181,8 @@ def render(report: Report, mats: dict[str, list[Matrix]] | None = None, lang: st
         elif s.status not in ("not_started",):
             for c in s.checks:
                 msg = f'<span class="msg">{_e(c.message)}</span>' if not c.passed and c.message else ""
-                checks.append(f'<li class="{"pass" if c.passed else "fail"}">{_e(c.name)}{msg}</li>')
+                kind = "pass" if c.passed else "wait" if c.waiting else "fail"
+                checks.append(f'<li class="{kind}">{_e(c.name)}{msg}</li>')
             # the classic mistake the outputs show (grader/grading/diagnose.py), as the terminal says it
             label = i18n.translate(lang, N_("diagnosis: "))
             checks += [f'<li class="diag">⚑ {_e(label + d.get("message", ""))}</li>' for d in s.diagnoses]

@@ -68,7 +68,7 @@ def _table(report: Report, console: Console, lang: str, verbose: bool) -> None:
         above = ""
         for c in s.checks:
             if not c.passed:
-                line = Text("  ✗ ", style="red")
+                line = Text("  ○ ", style="yellow") if c.waiting else Text("  ✗ ", style="red")
                 line.append(plain(c.name), style="bold")
                 kind = re.sub(r"\d+", "#", c.message)
                 error = any(mark and mark in c.message for mark in raised)

@@ -99,13 +99,13 @@ def break_points(line: str, width: int, hang: int = 0) -> list[int]:
 def fit(value: Text, width: int) -> Text:
     """`value` wrapped to `width` cells by display width, CJK included (rich breaks only at spaces and cuts an
     unbroken Chinese sentence with '…'): every line of it kept whole, continuation lines indented under the text
-    (past a leading '✗ ', '! ' or '⚑ ' mark)."""
+    (past a leading '✗ ', '○ ', '! ' or '⚑ ' mark)."""
     out = Text(style=value.style, end=value.end)
     lines = value.split("\n", allow_blank=True)
     for n, line in enumerate(lines):
         raw = line.plain
         lead = len(raw) - len(raw.lstrip(" "))
-        hang = lead + (2 if raw[lead:lead + 2] in ("✗ ", "! ", "⚑ ") else 0)
+        hang = lead + (2 if raw[lead:lead + 2] in ("✗ ", "○ ", "! ", "⚑ ") else 0)
         hang = hang if hang < width // 2 else 0
         pieces = line.divide(break_points(raw, width, hang))
         for k, piece in enumerate(pieces):
