@@ -24,10 +24,10 @@ written from the step modules themselves, imported (torch): what they register i
 
 from __future__ import annotations
 
-import ast
 import sys
 from pathlib import Path
 
+from grader import katafile
 from grader.limits import LIMITS
 from grader.registry import CATALOGUE, CHECKS_FOLDER, STEPS, Step
 from grader.sandbox import policy
@@ -43,24 +43,7 @@ LIMITS_MARKERS = ("<!-- limits:start -->", "<!-- limits:end -->")
 
 def signatures(step: Step, solutions: Path = KATA_ROOT / "solutions") -> list[str]:
     """Each public name of `step` as the learner calls it: `f(a, b=1)`, a class by its constructor."""
-    tree = ast.parse((solutions / step.file).read_text(encoding="utf-8"))
-    defs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef | ast.ClassDef)}
-    out = []
-    for name in step.names:
-        node = defs[name]
-        if isinstance(node, ast.ClassDef):
-            init = next(f for f in node.body if isinstance(f, ast.FunctionDef) and f.name == "__init__")
-            args = init.args
-            args = ast.arguments(posonlyargs=[], args=args.args[1:], vararg=args.vararg, kwonlyargs=args.kwonlyargs,
-                                 kw_defaults=args.kw_defaults, kwarg=args.kwarg, defaults=args.defaults)
-        else:
-            args = node.args
-        bare = ast.arguments(
-            posonlyargs=[ast.arg(a.arg) for a in args.posonlyargs], args=[ast.arg(a.arg) for a in args.args],
-            vararg=args.vararg and ast.arg(args.vararg.arg), kwonlyargs=[ast.arg(a.arg) for a in args.kwonlyargs],
-            kw_defaults=args.kw_defaults, kwarg=args.kwarg and ast.arg(args.kwarg.arg), defaults=args.defaults)
-        out.append(f"{name}({ast.unparse(bare)})")
-    return out
+    return katafile.parse((solutions / step.file).read_text(encoding="utf-8")).signatures(step.names)
 
 
 def readme_steps() -> str:

@@ -3,11 +3,10 @@ README in the learner's language, and the marker that lets every command find th
 
 from __future__ import annotations
 
-import ast
 import json
 from pathlib import Path
 
-from grader import i18n
+from grader import i18n, katafile
 from grader.i18n import N_
 from grader.registry import BY_MODULE, STEPS, Step
 from grader.settings import KATA_ROOT, grader_version
@@ -45,20 +44,7 @@ def stub_text(step: Step) -> str:
 def split_stub(text: str) -> tuple[str, list[str]]:
     """A stub as a notebook cell: (code without its module docstring and imports, the imports it needs from outside
     the kata). Imports of earlier steps are dropped: in the notebook, earlier cells define those names."""
-    tree = ast.parse(text)
-    drop: set[int] = set()
-    imports: list[str] = []
-    for i, node in enumerate(tree.body):
-        lines = set(range(node.lineno, (node.end_lineno or node.lineno) + 1))
-        if i == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
-            drop |= lines
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            drop |= lines
-            module = node.module if isinstance(node, ast.ImportFrom) else None
-            if module is None or module.split(".")[0] not in BY_MODULE:
-                imports.append(ast.get_source_segment(text, node) or "")
-    code = "\n".join(line for n, line in enumerate(text.splitlines(), start=1) if n not in drop)
-    return code.strip("\n") + "\n", imports
+    return katafile.parse(text).cell(BY_MODULE)
 
 
 def _cell(kind: str, source: str, n: int) -> dict:

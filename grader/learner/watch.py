@@ -10,7 +10,6 @@ never re-grades; stdin is read by a thread, so typing `n` + Enter never blocks t
 
 from __future__ import annotations
 
-import ast
 import atexit
 import contextlib
 import os
@@ -25,7 +24,7 @@ from typing import IO, Any
 
 from rich.console import Console
 
-from grader import i18n, limits
+from grader import i18n, katafile, limits
 from grader.i18n import N_
 from grader.registry import BY_ID, STEPS, Step
 from grader.settings import DEFAULT_TIMEOUT, KATA_ROOT
@@ -33,7 +32,7 @@ from grader.submission import graded, step_path
 
 POLL = limits.WATCH_POLL
 WATCHED = (".py", ".ipynb")
-STUB_LINE = "raise NotImplementedError  # your code here"
+STUB_LINE = katafile.STUB_LINE
 ROOT = KATA_ROOT
 
 TEXT: dict[str, str] = {  # msgids: the Chinese is in the message catalogue (grader/i18n.py)
@@ -398,31 +397,8 @@ def watch(*, workspace: str | Path = "exercises", start: str | None = None, lang
 
 def stub_from_solution(source: str) -> str:
     """The exercise stub for a solution file: each function body (after its docstring) becomes
-    `raise NotImplementedError  # your code here`, as the stubs in exercises/ are made."""
-    tree = ast.parse(source)
-    spans: list[tuple[int, int, int]] = []
-    for node in ast.walk(tree):
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            continue
-        body = node.body
-        first = 1 if (body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
-                      and isinstance(body[0].value.value, str)) else 0
-        if first >= len(body):
-            continue
-        stmt = body[first]
-        start = min([stmt.lineno, *(d.lineno for d in getattr(stmt, "decorator_list", []))])
-        spans.append((start, node.end_lineno or stmt.end_lineno or start, stmt.col_offset))
-    # nested functions are inside their parent's span: keep the outermost
-    spans.sort()
-    outer: list[tuple[int, int, int]] = []
-    for span in spans:
-        if outer and span[0] <= outer[-1][1]:
-            continue
-        outer.append(span)
-    lines = source.splitlines(keepends=True)
-    for start, end, col in reversed(outer):
-        lines[start - 1:end] = [" " * col + STUB_LINE + "\n"]
-    return "".join(lines)
+    `raise NotImplementedError  # your code here`, as the stubs in exercises/ are made (grader/katafile.py)."""
+    return katafile.parse(source).stub()
 
 
 def _is_stub(text: str) -> bool:

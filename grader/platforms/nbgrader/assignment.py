@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import ast
 import json
 import os
 import shlex
@@ -19,6 +18,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from grader import katafile
 from grader.i18n import step_title
 from grader.learner.kernel import grade_sources, kernel_sources
 from grader.registry import BY_ID, BY_MODULE, STEPS, Step
@@ -64,56 +64,7 @@ def assert_step(step: str, namespace: dict[str, Any] | None = None, secret: str 
 
 def _solution_source(step: Step) -> tuple[str, list[str]]:
     """The step's reference with solution regions in every function body; returns (code, imports)."""
-    text = (SOLUTIONS / step.file).read_text(encoding="utf-8")
-    lines = text.splitlines()
-    tree = ast.parse(text)
-    drop: set[int] = set()
-    imports: list[str] = []
-    markers: list[tuple[int, int, str]] = []  # (first line, last line, indent), 1-based inclusive
-
-    def wrap(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
-        body = fn.body
-        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
-                and isinstance(body[0].value.value, str):
-            doc_end = body[0].end_lineno or body[0].lineno
-            body = body[1:]
-        else:
-            doc_end = None
-        if not body:
-            return
-        first, last = body[0].lineno, body[-1].end_lineno or body[-1].lineno
-        floor = doc_end if doc_end is not None else fn.lineno
-        while first - 1 > floor and lines[first - 2].strip().startswith("#"):
-            first -= 1  # comments right above the first statement belong to the solution
-        indent = " " * body[0].col_offset
-        markers.append((first, last, indent))
-
-    for i, node in enumerate(tree.body):
-        if i == 0 and isinstance(node, ast.Expr) and isinstance(getattr(node, "value", None), ast.Constant):
-            drop.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))  # module docstring
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            drop.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
-            mod = node.module if isinstance(node, ast.ImportFrom) else None
-            if mod is None or mod.split(".")[0] not in BY_MODULE:  # imports of sibling steps: defined above
-                imports.append(ast.get_source_segment(text, node) or "")
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            wrap(node)
-        elif isinstance(node, ast.ClassDef):
-            for item in node.body:
-                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    wrap(item)
-    begin = {m[0]: m[2] for m in markers}
-    end = {m[1]: m[2] for m in markers}
-    out: list[str] = []
-    for n, line in enumerate(lines, start=1):
-        if n in drop:
-            continue
-        if n in begin:
-            out.append(f"{begin[n]}### BEGIN SOLUTION")
-        out.append(line)
-        if n in end:
-            out.append(f"{end[n]}### END SOLUTION")
-    return "\n".join(out).strip("\n") + "\n", imports
+    return katafile.parse((SOLUTIONS / step.file).read_text(encoding="utf-8")).solution_regions(BY_MODULE)
 
 
 def _markdown(step: Step) -> str:
