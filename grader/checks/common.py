@@ -178,6 +178,7 @@ def n_params(structure: Any) -> int | None:
 
 # the constructors called as the book calls them (probes.CTOR_ORDER positionally, kept here too; qkv_bias by keyword)
 CTOR_ORDER = ("d_in", "d_out", "context_length", "dropout", "num_heads")
+BY_KEYWORD = frozenset({"MultiHeadAttention", "MultiHeadAttentionWrapper"})
 QKV_BIAS_CHECK = N_("qkv_bias=True adds a bias to W_query, W_key and W_value")
 NO_QKV_BIAS_PARAM = N_("the constructor takes no qkv_bias: add qkv_bias=False as its last parameter, as the book "
                        "does (`{call}` raised {exception}: {message})")
@@ -196,8 +197,8 @@ def qkv_bias_added(r: Outcome, plain: str, built: str, case: str, no_bias: str, 
     res, plain_s = r.learner.get(built), claimed(r, plain, "structure")
     spec = r.case_specs[built].params
     ctor = spec["ctor"]
-    args = [repr(ctor[k]) for k in CTOR_ORDER if k in ctor] + [f"{k}={v!r}" for k, v in ctor.items()
-                                                               if k not in CTOR_ORDER]
+    order = CTOR_ORDER if spec["cls"] in BY_KEYWORD else (*CTOR_ORDER, "qkv_bias")  # as probes._build calls it
+    args = [repr(ctor[k]) for k in order if k in ctor] + [f"{k}={v!r}" for k, v in ctor.items() if k not in order]
     call = f"{spec['cls']}({', '.join(args)})"
     if res is not None and res.status == "wrong_type":  # no parameter qkv_bias (probes._takes_keywords)
         raise Failed(describe_failure(res))

@@ -199,6 +199,7 @@ def _structure(module: nn.Module) -> dict[str, Any]:
 # meant for it, and a misspelled one (kqv_bias) is seen
 CTOR_ORDER = ("d_in", "d_out", "context_length", "dropout", "num_heads")
 KEYWORD = ("qkv_bias",)
+BY_KEYWORD = frozenset({"MultiHeadAttention", "MultiHeadAttentionWrapper"})
 
 
 def _takes_keywords(cls: Any, ctor: Mapping[str, Any]) -> None:
@@ -226,11 +227,15 @@ def _build(ns: Mapping[str, Any], cls: str, ctor: dict[str, Any], seed: int | No
            fast_init: bool = False) -> nn.Module:
     if seed is not None:
         torch.default_generator.manual_seed(seed)  # = torch.manual_seed on the CPU, without CUDA set-up
-    args = [ctor[k] for k in CTOR_ORDER if k in ctor]
-    _takes_keywords(ns[cls], ctor)
+    # chapter 4's GPTModel builds the multi-head classes with qkv_bias=... by keyword; the book builds the
+    # single-head ones positionally (SelfAttention_v2(d_in, d_out, qkv_bias)), where a learner's own name counts
+    order = CTOR_ORDER if cls in BY_KEYWORD else CTOR_ORDER + KEYWORD
+    args = [ctor[k] for k in order if k in ctor]
+    if cls in BY_KEYWORD:
+        _takes_keywords(ns[cls], ctor)
     # GPT-2-size builds: seeded weights from a table instead of one generator call per element (fast_init.py)
     with fast_uniform() if fast_init else contextlib.nullcontext():
-        module = ns[cls](*args, **{k: v for k, v in ctor.items() if k not in CTOR_ORDER})
+        module = ns[cls](*args, **{k: v for k, v in ctor.items() if k not in order})
     if not isinstance(module, nn.Module):
         raise WrongType("{cls}(...) built a {type}, expected an nn.Module", cls=cls, type=type(module).__name__)
     return module
