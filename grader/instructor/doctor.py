@@ -28,6 +28,7 @@ from grader.grading.engine import request
 from grader.pool.session import Worker
 from grader.registry import BY_ID
 from grader.sandbox import policy
+from grader.sandbox.common import WORKER_ENV, work_caches
 from grader.submission import step_path
 
 # Shared by the worker's attack and the control run here: look for `needles` (bytes) in every object the
@@ -375,8 +376,7 @@ def attention_scores(inputs, query):
         lambda: tree_capped,
         lambda: float(os.getsid(0) == os.getpid()),
         lambda: float(os.stat(".").st_uid == os.geteuid() and not os.stat(".").st_mode & 0o077),
-        lambda: float(set(os.environ) <= {{"PATH", "LANG", "OMP_NUM_THREADS", "ATTN_KATA_WORKER", "HOME", "TMPDIR",
-                                        "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"}}),
+        lambda: float(set(os.environ) <= set({worker_env!r})),
         lambda: blocked(change_own_file),
         lambda: blocked(take_locks),
         lambda: blocked(refused_ioctls),
@@ -547,7 +547,9 @@ def diagnose(secret: str | None = None, config: dict[str, Any] | None = None,
                        kata_file=str(step_path(reference.solutions_dir(), BY_ID["dot_scores"])), outside=outside,
                        graders_file=graders_file, owned=owned, lock_file=os.__file__,
                        grader_pid=os.getpid(), abstract=abstract, pathname=pathname, datagram=datagram, shm_key=shm_key,
-                       terminal=os.ttyname(terminal_fds[1]), only=picked, tree_row=tree_row)
+                       terminal=os.ttyname(terminal_fds[1]), only=picked, tree_row=tree_row,
+                       # the names confine() leaves a worker, and nothing else (confine._clean_env)
+                       worker_env=sorted(set(WORKER_ENV) | {"HOME", "TMPDIR"} | set(work_caches("."))))
     # the confinement that grading with a secret on a class host gets (engine.worker_config): no file writes where
     # no tmpfs can be mounted
     worker = Worker([("doctor", "doctor.py", textwrap.dedent(src))], {"no_file_writes": True, **(config or {})})
