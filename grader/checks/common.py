@@ -10,6 +10,7 @@ import torch
 
 from grader.checks import Case, Failed, Gen, Outcome, Waiting, describe_failure, expect
 from grader.i18n import N_, _
+from grader.worker import probes
 
 
 def call(fn: str, g: Gen, consts: list[Any] | None = None, grad_out: tuple[int, ...] | None = None,
@@ -176,9 +177,6 @@ def n_params(structure: Any) -> int | None:
         return None
 
 
-# the constructors called as the book calls them (probes.CTOR_ORDER positionally, kept here too; qkv_bias by keyword)
-CTOR_ORDER = ("d_in", "d_out", "context_length", "dropout", "num_heads")
-BY_KEYWORD = frozenset({"MultiHeadAttention", "MultiHeadAttentionWrapper"})
 QKV_BIAS_CHECK = N_("qkv_bias=True adds a bias to W_query, W_key and W_value")
 NO_QKV_BIAS_PARAM = N_("the constructor takes no qkv_bias: add qkv_bias=False as its last parameter, as the book "
                        "does (`{call}` raised {exception}: {message})")
@@ -197,9 +195,9 @@ def qkv_bias_added(r: Outcome, plain: str, built: str, case: str, no_bias: str, 
     res, plain_s = r.learner.get(built), claimed(r, plain, "structure")
     spec = r.case_specs[built].params
     ctor = spec["ctor"]
-    order = CTOR_ORDER if spec["cls"] in BY_KEYWORD else (*CTOR_ORDER, "qkv_bias")  # as probes._build calls it
-    args = [repr(ctor[k]) for k in order if k in ctor] + [f"{k}={v!r}" for k, v in ctor.items() if k not in order]
-    call = f"{spec['cls']}({', '.join(args)})"
+    args, kwargs = probes.ctor_arguments(spec["cls"], ctor)  # the call as the worker made it
+    call_args = [repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()]
+    call = f"{spec['cls']}({', '.join(call_args)})"
     if res is not None and res.status == "wrong_type":  # no parameter qkv_bias (probes._takes_keywords)
         raise Failed(describe_failure(res))
     if res is not None and res.status == "error" and plain_s is not None:

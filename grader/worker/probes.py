@@ -223,19 +223,24 @@ def _takes_keywords(cls: Any, ctor: Mapping[str, Any]) -> None:
             raise WrongType(NO_QKV_BIAS_AT_ALL, have=", ".join(names) or "()")
 
 
+def ctor_arguments(cls: str, ctor: Mapping[str, Any]) -> tuple[list[Any], dict[str, Any]]:
+    """The positional and keyword arguments `cls` is built with. Chapter 4's GPTModel builds the multi-head classes
+    with qkv_bias=... by keyword; the book builds the single-head ones positionally (SelfAttention_v2(d_in, d_out,
+    qkv_bias)), where a learner's own name for the flag counts."""
+    order = CTOR_ORDER if cls in BY_KEYWORD else CTOR_ORDER + KEYWORD
+    return [ctor[k] for k in order if k in ctor], {k: v for k, v in ctor.items() if k not in order}
+
+
 def _build(ns: Mapping[str, Any], cls: str, ctor: dict[str, Any], seed: int | None,
            fast_init: bool = False) -> nn.Module:
     if seed is not None:
         torch.default_generator.manual_seed(seed)  # = torch.manual_seed on the CPU, without CUDA set-up
-    # chapter 4's GPTModel builds the multi-head classes with qkv_bias=... by keyword; the book builds the
-    # single-head ones positionally (SelfAttention_v2(d_in, d_out, qkv_bias)), where a learner's own name counts
-    order = CTOR_ORDER if cls in BY_KEYWORD else CTOR_ORDER + KEYWORD
-    args = [ctor[k] for k in order if k in ctor]
+    args, kwargs = ctor_arguments(cls, ctor)
     if cls in BY_KEYWORD:
         _takes_keywords(ns[cls], ctor)
     # GPT-2-size builds: seeded weights from a table instead of one generator call per element (fast_init.py)
     with fast_uniform() if fast_init else contextlib.nullcontext():
-        module = ns[cls](*args, **{k: v for k, v in ctor.items() if k not in order})
+        module = ns[cls](*args, **kwargs)
     if not isinstance(module, nn.Module):
         raise WrongType("{cls}(...) built a {type}, expected an nn.Module", cls=cls, type=type(module).__name__)
     return module
